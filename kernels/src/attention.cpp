@@ -1,0 +1,197 @@
+// The checked entry points: validate shapes, strides and the layout, then dispatch to a backend.
+#include <atomic>
+#include <cmath>
+#include <string>
+
+#include "attention_impl.h"
+
+namespace stx::kernels {
+namespace {
+
+std::atomic<int> forced_isa{-1};
+
+bool cpu_supports(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::portable: return true;
+    case CpuIsa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case CpuIsa::avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }
+  return false;
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+void check_shape(const char* op, int64_t batch, int64_t heads, int64_t head_dim) {
+  const std::string where = std::string(op) + ": ";
+  STX_KERNEL_CHECK(batch >= 1, where + "expected batch >= 1, got " + str(batch));
+  STX_KERNEL_CHECK(heads >= 1, where + "expected heads >= 1, got " + str(heads));
+  STX_KERNEL_CHECK(head_dim >= 1 && head_dim <= 256,
+                   where + "expected head_dim in 1..256, got " + str(head_dim));
+}
+
+void check_tensor(const char* op, const char* name, const void* data, const Strides& s, bool needs_seq) {
+  const std::string where = std::string(op) + ": ";
+  STX_KERNEL_CHECK(data != nullptr, where + name + " is null");
+  STX_KERNEL_CHECK(s.batch >= 0 && s.head >= 0 && s.seq >= 0,
+                   where + "expected non-negative strides for " + name + ", got (" + str(s.batch) + ", " +
+                       str(s.head) + ", " + str(s.seq) + ")");
+  STX_KERNEL_CHECK(!needs_seq || s.seq >= 1, where + name + " needs a sequence stride >= 1");
+}
+
+void check_layout(const char* op, const Layout* layout, int64_t seq_len, int64_t heads) {
+  const std::string where = std::string(op) + ": ";
+  STX_KERNEL_CHECK(seq_len >= 1, where + "expected seq_len >= 1, got " + str(seq_len));
+  STX_KERNEL_CHECK(layout != nullptr, where + "no layout given");
+  STX_KERNEL_CHECK(layout->n == seq_len, where + "the layout is for n = " + str(layout->n) +
+                                             " but the inputs have seq_len = " + str(seq_len));
+  STX_KERNEL_CHECK(layout->num_heads() == heads, where + "the layout has " + str(layout->num_heads()) +
+                                                     " head patterns but the inputs have " + str(heads) +
+                                                     " heads");
+}
+
+void check_device(const char* op, Device device, DType dtype) {
+  const std::string where = std::string(op) + ": ";
+  if (device == Device::cpu) {
+    STX_KERNEL_CHECK(dtype == DType::f32, where + "the CPU kernels take float32, got " + to_string(dtype));
+    return;
+  }
+  STX_KERNEL_CHECK(built_with_cuda(), where + "a CUDA tensor was given, but stx_kernels was built without CUDA");
+}
+
+float resolve_scale(float scale, int64_t head_dim) {
+  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
+}  // namespace
+
+CpuIsa best_cpu_isa() {
+  if (cpu_supports(CpuIsa::avx512)) return CpuIsa::avx512;
+  if (cpu_supports(CpuIsa::avx2)) return CpuIsa::avx2;
+  return CpuIsa::portable;
+}
+
+CpuIsa active_cpu_isa() {
+  int forced = forced_isa.load();
+  return forced >= 0 ? static_cast<CpuIsa>(forced) : best_cpu_isa();
+}
+
+void force_cpu_isa(CpuIsa isa) {
+  STX_KERNEL_CHECK(cpu_supports(isa), std::string("this processor does not support the ") + to_string(isa) +
+                                          " kernels");
+  forced_isa.store(static_cast<int>(isa));
+}
+
+const char* to_string(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::portable: return "portable";
+    case CpuIsa::avx2: return "avx2+fma";
+    case CpuIsa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+const char* to_string(DType t) {
+  switch (t) {
+    case DType::f32: return "float32";
+    case DType::f16: return "float16";
+    case DType::bf16: return "bfloat16";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
+
+bool built_with_cuda() {
+#ifdef STX_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool cuda_device_available() {
+#ifdef STX_WITH_CUDA
+  return detail::cuda_device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+void attention_forward(const ForwardParams& p_in) {
+  const char* op = "sparse attention forward";
+  check_shape(op, p_in.batch, p_in.heads, p_in.head_dim);
+  check_layout(op, p_in.layout, p_in.seq_len, p_in.heads);
+  check_device(op, p_in.device, p_in.dtype);
+  check_tensor(op, "q", p_in.q, p_in.q_stride, true);
+  check_tensor(op, "k", p_in.k, p_in.k_stride, true);
+  check_tensor(op, "v", p_in.v, p_in.v_stride, true);
+  check_tensor(op, "out", p_in.out, p_in.out_stride, true);
+  STX_KERNEL_CHECK(p_in.lse != nullptr, std::string(op) + ": lse is null");
+  ForwardParams p = p_in;
+  p.scale = resolve_scale(p.scale, p.head_dim);
+#ifdef STX_WITH_CUDA
+  if (p.device == Device::cuda) return detail::forward_cuda(p);
+#endif
+  switch (active_cpu_isa()) {
+    case CpuIsa::avx512: return detail::cpu_avx512::forward(p);
+    case CpuIsa::avx2: return detail::cpu_avx2::forward(p);
+    case CpuIsa::portable: return detail::cpu_portable::forward(p);
+  }
+}
+
+void attention_backward(const BackwardParams& p_in) {
+  const char* op = "sparse attention backward";
+  check_shape(op, p_in.batch, p_in.heads, p_in.head_dim);
+  check_layout(op, p_in.layout, p_in.seq_len, p_in.heads);
+  check_device(op, p_in.device, p_in.dtype);
+  check_tensor(op, "q", p_in.q, p_in.q_stride, true);
+  check_tensor(op, "k", p_in.k, p_in.k_stride, true);
+  check_tensor(op, "v", p_in.v, p_in.v_stride, true);
+  check_tensor(op, "out", p_in.out, p_in.out_stride, true);
+  check_tensor(op, "dout", p_in.dout, p_in.dout_stride, true);
+  check_tensor(op, "dq", p_in.dq, p_in.dq_stride, true);
+  check_tensor(op, "dk", p_in.dk, p_in.dk_stride, true);
+  check_tensor(op, "dv", p_in.dv, p_in.dv_stride, true);
+  STX_KERNEL_CHECK(p_in.lse != nullptr, std::string(op) + ": lse is null");
+  BackwardParams p = p_in;
+  p.scale = resolve_scale(p.scale, p.head_dim);
+#ifdef STX_WITH_CUDA
+  if (p.device == Device::cuda) return detail::backward_cuda(p);
+#endif
+  switch (active_cpu_isa()) {
+    case CpuIsa::avx512: return detail::cpu_avx512::backward(p);
+    case CpuIsa::avx2: return detail::cpu_avx2::backward(p);
+    case CpuIsa::portable: return detail::cpu_portable::backward(p);
+  }
+}
+
+void attention_decode(const DecodeParams& p_in) {
+  const char* op = "sparse attention decode";
+  check_shape(op, p_in.batch, p_in.heads, p_in.head_dim);
+  check_device(op, p_in.device, p_in.dtype);
+  check_tensor(op, "q", p_in.q, p_in.q_stride, false);
+  check_tensor(op, "k_cache", p_in.k_cache, p_in.k_stride, true);
+  check_tensor(op, "v_cache", p_in.v_cache, p_in.v_stride, true);
+  check_tensor(op, "out", p_in.out, p_in.out_stride, false);
+  STX_KERNEL_CHECK(p_in.patterns != nullptr, std::string(op) + ": no head patterns given");
+  STX_KERNEL_CHECK(p_in.capacity >= 1, std::string(op) + ": expected a cache capacity >= 1, got " +
+                                           str(p_in.capacity));
+  STX_KERNEL_CHECK(p_in.position >= 0 && p_in.position < p_in.capacity,
+                   std::string(op) + ": expected 0 <= position < capacity (" + str(p_in.capacity) + "), got " +
+                       str(p_in.position));
+  for (int64_t h = 0; h < p_in.heads; ++h) validate(p_in.patterns[h]);
+  DecodeParams p = p_in;
+  p.scale = resolve_scale(p.scale, p.head_dim);
+#ifdef STX_WITH_CUDA
+  if (p.device == Device::cuda) return detail::decode_cuda(p);
+#endif
+  switch (active_cpu_isa()) {
+    case CpuIsa::avx512: return detail::cpu_avx512::decode(p);
+    case CpuIsa::avx2: return detail::cpu_avx2::decode(p);
+    case CpuIsa::portable: return detail::cpu_portable::decode(p);
+  }
+}
+
+}  // namespace stx::kernels

@@ -1,0 +1,28 @@
+// Private to stx_kernels: the backends behind the checked entry points in attention.cpp.
+// Every function here may assume its params passed the checks of attention.cpp.
+#pragma once
+
+#include "stx/kernels/attention.h"
+
+namespace stx::kernels::detail {
+
+// One CPU backend per instruction set, all compiled from src/cpu/attention_cpu_impl.h.
+#define STX_DECLARE_CPU_BACKEND(ns)                 \
+  namespace ns {                                    \
+  void forward(const ForwardParams& p);             \
+  void backward(const BackwardParams& p);           \
+  void decode(const DecodeParams& p);               \
+  }
+STX_DECLARE_CPU_BACKEND(cpu_portable)
+STX_DECLARE_CPU_BACKEND(cpu_avx2)
+STX_DECLARE_CPU_BACKEND(cpu_avx512)
+#undef STX_DECLARE_CPU_BACKEND
+
+#ifdef STX_WITH_CUDA
+void forward_cuda(const ForwardParams& p);
+void backward_cuda(const BackwardParams& p);
+void decode_cuda(const DecodeParams& p);
+int cuda_device_count();  // 0 when no driver or no device; never throws
+#endif
+
+}  // namespace stx::kernels::detail
