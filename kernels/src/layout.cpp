@@ -79,6 +79,17 @@ void build_part(LayoutPart& part, int64_t n, int block) {
     part.row_begin.push_back(static_cast<int64_t>(part.row_key.size()));
   }
 
+  part.masks_transposed.assign(part.masks.size(), 0);
+  const size_t mask_size = static_cast<size_t>(B * part.mask_words);
+  for (size_t m = 0; m < part.masks.size() / mask_size; ++m) {
+    const uint64_t* src = part.masks.data() + m * mask_size;
+    uint64_t* dst = part.masks_transposed.data() + m * mask_size;
+    for (int64_t r = 0; r < B; ++r)
+      for (int64_t c = 0; c < B; ++c)
+        if ((src[r * part.mask_words + c / 64] >> (c % 64)) & 1)
+          dst[c * part.mask_words + r / 64] |= uint64_t{1} << (r % 64);
+  }
+
   // The transpose, by counting sort; rows are visited in order, so each column list comes out ascending.
   part.col_begin.assign(static_cast<size_t>(nb + 1), 0);
   for (int32_t kb : part.row_key) part.col_begin[kb + 1]++;
@@ -125,6 +136,10 @@ bool PartRule::holds(int64_t i, int64_t j) const {
 
 const uint64_t* LayoutPart::mask(int32_t index) const {
   return masks.data() + static_cast<size_t>(index) * static_cast<size_t>(block * mask_words);
+}
+
+const uint64_t* LayoutPart::mask_transposed(int32_t index) const {
+  return masks_transposed.data() + static_cast<size_t>(index) * static_cast<size_t>(block * mask_words);
 }
 
 int64_t Layout::attended_pairs() const {

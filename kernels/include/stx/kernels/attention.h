@@ -11,6 +11,9 @@
 //   p.batch = B; p.heads = H; p.seq_len = T; p.head_dim = D; p.layout = layout.get();
 //   stx::kernels::attention_forward(p);
 //
+// A query whose attended set is empty (the fixed pattern's A2 alone, before the first summary cell)
+// gets out = 0, lse = -inf and zero gradients.
+//
 // Each entry point checks its inputs and throws stx::kernels::Error naming what was expected and what
 // came in. No entry point allocates an n x n matrix.
 #pragma once

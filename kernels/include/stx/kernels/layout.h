@@ -60,10 +60,13 @@ struct LayoutPart {
   // of the block attends key c of the block. Padding rows and columns past the sequence end are 0.
   int64_t mask_words = 0;
   std::vector<uint64_t> masks;
+  // The same masks transposed (bit r of row c: query r attends key c), for kernels that hold S^T.
+  std::vector<uint64_t> masks_transposed;
 
   int64_t lane_length(int64_t lane, int64_t n) const { return (n - lane + step - 1) / step; }
   int64_t position(int64_t lane, int64_t index) const { return lane + index * step; }
   const uint64_t* mask(int32_t index) const;
+  const uint64_t* mask_transposed(int32_t index) const;
 };
 
 struct HeadLayout {

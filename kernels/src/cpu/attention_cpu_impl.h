@@ -1,0 +1,441 @@
+// The CPU kernels, written once and compiled per instruction set (see attention_cpu_*.cpp).
+// Define STX_VEC_BYTES and STX_CPU_NAMESPACE, then include this file once.
+//
+// Work is split over (batch, head, part, lane, block) items with OpenMP; each item owns the rows it
+// writes, so no item races another. Scores are kept in base 2: s2 = scale * log2(e) * q.k, so the
+// softmax uses exp2 and lse = ln(2) * (m2 + log2(l)).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "attention_impl.h"
+
+namespace stx::kernels::detail::STX_CPU_NAMESPACE {
+namespace {
+
+#include "cpu/simd.h"
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// One unit of parallel work: a block of rows (queries, or keys in the dK/dV pass) of one lane of one
+// part of one (batch, head).
+struct WorkItem {
+  int32_t batch, head, part, lane, block;
+};
+
+// Items of part `part` of every head that has one; heads have 1 or 2 parts.
+std::vector<WorkItem> work_items(const Layout& layout, int64_t batch, int part) {
+  std::vector<WorkItem> items;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int h = 0; h < layout.num_heads(); ++h) {
+      const HeadLayout& hl = layout.head(h);
+      if (part >= static_cast<int>(hl.parts.size())) continue;
+      const LayoutPart& lp = hl.parts[part];
+      for (int64_t lane = 0; lane < lp.lanes; ++lane) {
+        const int64_t blocks = (lp.lane_length(lane, layout.n) + lp.block - 1) / lp.block;
+        for (int64_t blk = 0; blk < blocks; ++blk)
+          items.push_back({static_cast<int32_t>(b), h, part, static_cast<int32_t>(lane), static_cast<int32_t>(blk)});
+      }
+    }
+  return items;
+}
+
+int max_parts(const Layout& layout) {
+  size_t m = 0;
+  for (const HeadLayout& h : layout.unique) m = std::max(m, h.parts.size());
+  return static_cast<int>(m);
+}
+
+// A [batch, heads, seq, dim] tensor seen through one lane of a part: row `index` of the lane.
+struct LaneRows {
+  const float* base;  // start of (batch, head)
+  int64_t seq_stride;
+  int64_t lane, step;
+  const float* row(int64_t index) const { return base + (lane + index * step) * seq_stride; }
+  int64_t row_stride() const { return step * seq_stride; }
+};
+
+LaneRows lane_rows(const void* data, const Strides& s, const WorkItem& w, const LayoutPart& part) {
+  const float* base = static_cast<const float*>(data) + w.batch * s.batch + w.head * s.head;
+  return LaneRows{base, s.seq, w.lane, part.step};
+}
+
+// dst[d][r] = scale * row r's element d, for d < D and r < count; columns count..ld-1 zeroed.
+void pack_transposed(float* dst, int64_t ld, const LaneRows& src, int64_t first, int64_t count, int64_t d,
+                     float scale) {
+  for (int64_t r = 0; r < count; ++r) {
+    const float* row = src.row(first + r);
+    for (int64_t e = 0; e < d; ++e) dst[e * ld + r] = row[e] * scale;
+  }
+  if (count < ld)
+    for (int64_t e = 0; e < d; ++e) std::fill(dst + e * ld + count, dst + (e + 1) * ld, 0.0f);
+}
+
+// Rows first..first+count-1 as the right-hand operand of gemm (N = dp columns). Read in place when a
+// row holds a whole number of vectors; otherwise copied, zero-padded to dp, into `scratch`.
+struct RowOperand {
+  const float* data;
+  int64_t ld;
+};
+RowOperand rows_operand(const LaneRows& src, int64_t first, int64_t count, int64_t d, int64_t dp,
+                        float* scratch) {
+  if (d == dp) return RowOperand{src.row(first), src.row_stride()};
+  for (int64_t r = 0; r < count; ++r) {
+    std::memcpy(scratch + r * dp, src.row(first + r), sizeof(float) * d);
+    std::fill(scratch + r * dp + d, scratch + (r + 1) * dp, 0.0f);
+  }
+  return RowOperand{scratch, dp};
+}
+
+// Bits of lane i of a vector: 1 << i, for turning W mask bits into a vector condition.
+inline vint lane_bits() {
+  vint v;
+  for (int i = 0; i < W; ++i) v[i] = 1 << i;
+  return v;
+}
+
+// Sets t[x][y] = -inf for y < ncols where bit y of the mask's row x is clear, x < nrows. The mask is
+// B rows of `words` 64-bit words; W divides 64, so a vector's bits never straddle two words.
+void apply_mask(float* t, int64_t ld, const uint64_t* mask, int64_t words, int64_t nrows, int64_t ncols) {
+  const vint bits_of_lane = lane_bits();
+  const vfloat neg_inf = splat(kNegInf);
+  for (int64_t x = 0; x < nrows; ++x) {
+    const uint64_t* bits = mask + x * words;
+    float* row = t + x * ld;
+    for (int64_t y = 0; y < ncols; y += W) {
+      const int32_t chunk = static_cast<int32_t>((bits[y >> 6] >> (y & 63)) & ((uint64_t{1} << W) - 1));
+      const vint keep = (vint{} + chunk) & bits_of_lane;
+      store(row + y, keep == 0 ? neg_inf : load(row + y));
+    }
+  }
+}
+
+// Per-thread scratch tiles for block B and padded head dim dp.
+struct Scratch {
+  std::vector<float> qt, dot, s, ds, acc, acc2, m, l, alpha, lse2, delta, rows_a, rows_b;
+  Scratch(int64_t block, int64_t dp)
+      : qt(dp * block), dot(dp * block), s(block * block), ds(block * block), acc(block * dp), acc2(block * dp),
+        m(block), l(block), alpha(block), lse2(block), delta(block), rows_a(block * dp), rows_b(block * dp) {}
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Forward: for each query block, an online softmax over its listed key blocks. The tile is held
+// transposed, s^T = k q^T (keys x queries), so k and v are read in place and the softmax statistics
+// are vectors over the block's queries.
+
+void forward_item(const ForwardParams& p, const WorkItem& w, Scratch& t, bool first_part) {
+  const Layout& layout = *p.layout;
+  const LayoutPart& part = layout.head(w.head).parts[w.part];
+  const int64_t B = part.block, D = p.head_dim, dp = round_up(D, W);
+  const int64_t lane_len = part.lane_length(w.lane, layout.n);
+  const int64_t q0 = int64_t{w.block} * B, rows = std::min(B, lane_len - q0);
+
+  const LaneRows q = lane_rows(p.q, p.q_stride, w, part);
+  const LaneRows k = lane_rows(p.k, p.k_stride, w, part);
+  const LaneRows v = lane_rows(p.v, p.v_stride, w, part);
+  pack_transposed(t.qt.data(), B, q, q0, rows, D, p.scale * kLog2e);  // scores come out in base 2
+  std::fill(t.acc.begin(), t.acc.end(), 0.0f);
+  std::fill(t.m.begin(), t.m.end(), kNegInf);
+  std::fill(t.l.begin(), t.l.end(), 0.0f);
+
+  for (int64_t e = part.row_begin[w.block]; e < part.row_begin[w.block + 1]; ++e) {
+    const int64_t k0 = int64_t{part.row_key[e]} * B, keys = std::min(B, lane_len - k0);
+    if (keys <= 0) continue;  // a shorter lane can end before a block that the longest lane has
+    // s^T = k q^T   (keys x B)
+    gemm<false>(keys, B, D, k.row(k0), k.row_stride(), 1, t.qt.data(), B, t.s.data(), B);
+    if (part.row_mask[e] >= 0)
+      apply_mask(t.s.data(), B, part.mask_transposed(part.row_mask[e]), part.mask_words, keys, B);
+    for (int64_t j = 0; j < B; j += W) {
+      vfloat mx = splat(kNegInf);
+      for (int64_t c = 0; c < keys; ++c) {
+        const vfloat sc = load(t.s.data() + c * B + j);
+        mx = sc > mx ? sc : mx;
+      }
+      const vfloat m_old = load(t.m.data() + j);
+      const vfloat m_new = mx > m_old ? mx : m_old;
+      // A query with nothing attended yet keeps shift 0, so exp2(-inf - 0) = 0 and no NaN appears.
+      const vfloat shift = m_new == kNegInf ? vfloat{} : m_new;
+      vfloat sum = vfloat{};
+      for (int64_t c = 0; c < keys; ++c) {
+        const vfloat pc = exp2v(load(t.s.data() + c * B + j) - shift);
+        store(t.s.data() + c * B + j, pc);
+        sum += pc;
+      }
+      const vfloat alpha = exp2v(m_old - shift);
+      store(t.l.data() + j, load(t.l.data() + j) * alpha + sum);
+      store(t.m.data() + j, m_new);
+      store(t.alpha.data() + j, alpha);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float alpha = t.alpha[r];
+      if (alpha == 1.0f) continue;
+      float* acc = t.acc.data() + r * dp;
+      for (int64_t j = 0; j < dp; j += W) store(acc + j, load(acc + j) * alpha);
+    }
+    // acc += p v = (p^T)^T v   (rows x dp)
+    const RowOperand vr = rows_operand(v, k0, keys, D, dp, t.rows_a.data());
+    gemm<true>(rows, dp, keys, t.s.data(), 1, B, vr.data, vr.ld, t.acc.data(), dp);
+  }
+
+  float* out_base = static_cast<float*>(p.out) + w.batch * p.out_stride.batch + w.head * p.out_stride.head;
+  float* lse_base = p.lse + (int64_t{w.batch} * p.heads + w.head) * layout.n;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t pos = part.position(w.lane, q0 + r);
+    float* out = out_base + pos * p.out_stride.seq;
+    const float* acc = t.acc.data() + r * dp;
+    const float lse_part = t.l[r] > 0.0f ? kLn2 * (t.m[r] + std::log2(t.l[r])) : kNegInf;
+    if (first_part) {
+      const float inv = t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f;
+      for (int64_t d = 0; d < D; ++d) out[d] = acc[d] * inv;
+      lse_base[pos] = lse_part;
+      continue;
+    }
+    if (lse_part == kNegInf) continue;
+    // Merge with the earlier parts: both outputs are softmax averages over disjoint key sets.
+    const float lse_old = lse_base[pos];
+    const float lse_new = lse_old == kNegInf ? lse_part
+                                             : std::max(lse_old, lse_part) +
+                                                   std::log1p(std::exp(-std::fabs(lse_old - lse_part)));
+    const float w_old = lse_old == kNegInf ? 0.0f : std::exp(lse_old - lse_new);
+    const float w_new = std::exp(lse_part - lse_new) / t.l[r];
+    for (int64_t d = 0; d < D; ++d) out[d] = out[d] * w_old + acc[d] * w_new;
+    lse_base[pos] = lse_new;
+  }
+}
+
+}  // namespace
+
+void forward(const ForwardParams& p) {
+  const Layout& layout = *p.layout;
+  const int64_t B = layout.block, dp = round_up(p.head_dim, W);
+  for (int part = 0; part < max_parts(layout); ++part) {
+    const std::vector<WorkItem> items = work_items(layout, p.batch, part);
+#pragma omp parallel
+    {
+      Scratch t(B, dp);
+#pragma omp for schedule(dynamic, 1)
+      for (size_t i = 0; i < items.size(); ++i) forward_item(p, items[i], t, part == 0);
+    }
+  }
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------
+// Backward, flash-attention style: P is recomputed from the saved lse; dK and dV are summed over the
+// query blocks of each key block (column lists), dQ over the key blocks of each query block (row lists).
+//   P = exp(s - lse), dV += P^T dO, dP = dO V^T, dS = P * (dP - delta), dK += scale dS^T Q, dQ += scale dS K
+
+// lse in base 2 and delta of query rows q0..q0+rows-1 of the item's lane.
+void load_row_stats(const BackwardParams& p, const WorkItem& w, const LayoutPart& part, int64_t q0, int64_t rows,
+                    const float* delta_base, Scratch& t) {
+  const float* lse = p.lse + (int64_t{w.batch} * p.heads + w.head) * p.layout->n;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t pos = part.position(w.lane, q0 + r);
+    // A row that attends nothing (fixed A2 alone, before the first summary cell) has lse = -inf and
+    // no gradient: +inf here makes every recomputed P of the row exactly 0.
+    t.lse2[r] = lse[pos] == kNegInf ? std::numeric_limits<float>::infinity() : lse[pos] * kLog2e;
+    t.delta[r] = delta_base[pos];
+  }
+  std::fill(t.lse2.begin() + rows, t.lse2.end(), std::numeric_limits<float>::infinity());
+  std::fill(t.delta.begin() + rows, t.delta.end(), 0.0f);
+}
+
+// Writes (first part) or adds (later parts) scale * acc to rows of a [batch, heads, seq, dim] tensor.
+void store_rows(void* data, const Strides& s, const WorkItem& w, const LayoutPart& part, int64_t first,
+                int64_t count, const float* acc, int64_t dp, int64_t d, float scale, bool overwrite) {
+  float* base = static_cast<float*>(data) + w.batch * s.batch + w.head * s.head;
+  for (int64_t r = 0; r < count; ++r) {
+    float* row = base + part.position(w.lane, first + r) * s.seq;
+    const float* a = acc + r * dp;
+    if (overwrite)
+      for (int64_t e = 0; e < d; ++e) row[e] = a[e] * scale;
+    else
+      for (int64_t e = 0; e < d; ++e) row[e] += a[e] * scale;
+  }
+}
+
+// dK, dV of one key block (the item's block). Tiles are held as s = q k^T (queries x keys).
+void backward_kv_item(const BackwardParams& p, const WorkItem& w, const float* delta_base, Scratch& t,
+                      bool first_part) {
+  const LayoutPart& part = p.layout->head(w.head).parts[w.part];
+  const int64_t B = part.block, D = p.head_dim, dp = round_up(D, W);
+  const int64_t lane_len = part.lane_length(w.lane, p.layout->n);
+  const int64_t k0 = int64_t{w.block} * B, keys = std::min(B, lane_len - k0);
+  const LaneRows q = lane_rows(p.q, p.q_stride, w, part);
+  const LaneRows dout = lane_rows(p.dout, p.dout_stride, w, part);
+  pack_transposed(t.qt.data(), B, lane_rows(p.k, p.k_stride, w, part), k0, keys, D, p.scale * kLog2e);  // k^T
+  pack_transposed(t.dot.data(), B, lane_rows(p.v, p.v_stride, w, part), k0, keys, D, 1.0f);            // v^T
+  std::fill(t.acc.begin(), t.acc.end(), 0.0f);   // dK
+  std::fill(t.acc2.begin(), t.acc2.end(), 0.0f);  // dV
+  for (int64_t e = part.col_begin[w.block]; e < part.col_begin[w.block + 1]; ++e) {
+    const int64_t q0 = int64_t{part.col_query[e]} * B, rows = std::min(B, lane_len - q0);
+    if (rows <= 0) continue;
+    load_row_stats(p, w, part, q0, rows, delta_base, t);
+    gemm<false>(rows, B, D, q.row(q0), q.row_stride(), 1, t.qt.data(), B, t.s.data(), B);           // s = q k^T
+    gemm<false>(rows, B, D, dout.row(q0), dout.row_stride(), 1, t.dot.data(), B, t.ds.data(), B);  // dP = dO v^T
+    if (part.col_mask[e] >= 0) apply_mask(t.s.data(), B, part.mask(part.col_mask[e]), part.mask_words, rows, B);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* s = t.s.data() + r * B;
+      float* ds = t.ds.data() + r * B;
+      const float lse2 = t.lse2[r], delta = t.delta[r];
+      for (int64_t j = 0; j < B; j += W) {
+        const vfloat pj = exp2v(load(s + j) - lse2);
+        store(s + j, pj);
+        store(ds + j, pj * (load(ds + j) - delta));
+      }
+    }
+    // dV += P^T dO, dK += dS^T Q   (keys x dp): A^T through strides (ai = 1, ak = B)
+    const RowOperand dor = rows_operand(dout, q0, rows, D, dp, t.rows_a.data());
+    const RowOperand qr = rows_operand(q, q0, rows, D, dp, t.rows_b.data());
+    gemm<true>(keys, dp, rows, t.s.data(), 1, B, dor.data, dor.ld, t.acc2.data(), dp);
+    gemm<true>(keys, dp, rows, t.ds.data(), 1, B, qr.data, qr.ld, t.acc.data(), dp);
+  }
+  store_rows(p.dk, p.dk_stride, w, part, k0, keys, t.acc.data(), dp, D, p.scale, first_part);
+  store_rows(p.dv, p.dv_stride, w, part, k0, keys, t.acc2.data(), dp, D, 1.0f, first_part);
+}
+
+// dQ of one query block (the item's block). Tiles are held transposed, s^T = k q^T (keys x queries).
+void backward_q_item(const BackwardParams& p, const WorkItem& w, const float* delta_base, Scratch& t,
+                     bool first_part) {
+  const LayoutPart& part = p.layout->head(w.head).parts[w.part];
+  const int64_t B = part.block, D = p.head_dim, dp = round_up(D, W);
+  const int64_t lane_len = part.lane_length(w.lane, p.layout->n);
+  const int64_t q0 = int64_t{w.block} * B, rows = std::min(B, lane_len - q0);
+  load_row_stats(p, w, part, q0, rows, delta_base, t);
+  pack_transposed(t.qt.data(), B, lane_rows(p.q, p.q_stride, w, part), q0, rows, D, p.scale * kLog2e);
+  pack_transposed(t.dot.data(), B, lane_rows(p.dout, p.dout_stride, w, part), q0, rows, D, 1.0f);
+  std::fill(t.acc.begin(), t.acc.end(), 0.0f);  // dQ
+  const LaneRows k = lane_rows(p.k, p.k_stride, w, part);
+  const LaneRows v = lane_rows(p.v, p.v_stride, w, part);
+  for (int64_t e = part.row_begin[w.block]; e < part.row_begin[w.block + 1]; ++e) {
+    const int64_t k0 = int64_t{part.row_key[e]} * B, keys = std::min(B, lane_len - k0);
+    if (keys <= 0) continue;
+    gemm<false>(keys, B, D, k.row(k0), k.row_stride(), 1, t.qt.data(), B, t.s.data(), B);    // s^T = k q^T
+    gemm<false>(keys, B, D, v.row(k0), v.row_stride(), 1, t.dot.data(), B, t.ds.data(), B);  // dP^T = v dO^T
+    if (part.row_mask[e] >= 0)
+      apply_mask(t.s.data(), B, part.mask_transposed(part.row_mask[e]), part.mask_words, keys, B);
+    for (int64_t c = 0; c < keys; ++c) {
+      float* s = t.s.data() + c * B;
+      float* ds = t.ds.data() + c * B;
+      for (int64_t j = 0; j < B; j += W) {
+        const vfloat pc = exp2v(load(s + j) - load(t.lse2.data() + j));
+        store(ds + j, pc * (load(ds + j) - load(t.delta.data() + j)));
+      }
+    }
+    // dQ += dS K = (dS^T)^T K   (rows x dp)
+    const RowOperand kr = rows_operand(k, k0, keys, D, dp, t.rows_a.data());
+    gemm<true>(rows, dp, keys, t.ds.data(), 1, B, kr.data, kr.ld, t.acc.data(), dp);
+  }
+  store_rows(p.dq, p.dq_stride, w, part, q0, rows, t.acc.data(), dp, D, p.scale, first_part);
+}
+
+}  // namespace
+
+void backward(const BackwardParams& p) {
+  const Layout& layout = *p.layout;
+  const int64_t n = layout.n, D = p.head_dim, B = layout.block, dp = round_up(D, W);
+  // delta_i = dO_i . O_i, per (batch, head, position).
+  std::vector<float> delta(static_cast<size_t>(p.batch * p.heads * n));
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h) {
+      const float* o = static_cast<const float*>(p.out) + b * p.out_stride.batch + h * p.out_stride.head;
+      const float* g = static_cast<const float*>(p.dout) + b * p.dout_stride.batch + h * p.dout_stride.head;
+      float* dst = delta.data() + (b * p.heads + h) * n;
+      for (int64_t i = 0; i < n; ++i) {
+        float s = 0.0f;
+        for (int64_t d = 0; d < D; ++d) s += o[i * p.out_stride.seq + d] * g[i * p.dout_stride.seq + d];
+        dst[i] = s;
+      }
+    }
+  for (int part = 0; part < max_parts(layout); ++part) {
+    const std::vector<WorkItem> items = work_items(layout, p.batch, part);
+#pragma omp parallel
+    {
+      Scratch t(B, dp);
+#pragma omp for schedule(dynamic, 1) nowait
+      for (size_t i = 0; i < items.size(); ++i) {
+        const WorkItem& w = items[i];
+        backward_kv_item(p, w, delta.data() + (int64_t{w.batch} * p.heads + w.head) * n, t, part == 0);
+      }
+      // dQ rows and dK/dV rows are different tensors, so both loops share one parallel region.
+#pragma omp for schedule(dynamic, 1)
+      for (size_t i = 0; i < items.size(); ++i) {
+        const WorkItem& w = items[i];
+        backward_q_item(p, w, delta.data() + (int64_t{w.batch} * p.heads + w.head) * n, t, part == 0);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Decode: one query against the cache, visiting A(i) range by range with an online softmax.
+
+void decode(const DecodeParams& p) {
+  const int64_t D = p.head_dim, i = p.position;
+  const float c = p.scale * kLog2e;
+  const int64_t work = p.batch * p.heads;
+#pragma omp parallel if (work > 1 && work * attended_count(p.patterns[0], i) * D > (1 << 16))
+  {
+    std::vector<KeyRange> ranges;
+    std::vector<float> acc(static_cast<size_t>(round_up(D, W)));
+    constexpr int64_t kChunk = 64;
+    float scores[kChunk];
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t bh = 0; bh < work; ++bh) {
+      const int64_t b = bh / p.heads, h = bh % p.heads;
+      const float* q = static_cast<const float*>(p.q) + b * p.q_stride.batch + h * p.q_stride.head;
+      const float* kc = static_cast<const float*>(p.k_cache) + b * p.k_stride.batch + h * p.k_stride.head;
+      const float* vc = static_cast<const float*>(p.v_cache) + b * p.v_stride.batch + h * p.v_stride.head;
+      attended_ranges(p.patterns[h], i, ranges);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      float m = kNegInf, l = 0.0f;
+      for (const KeyRange& range : ranges) {
+        for (int64_t j0 = range.first; j0 <= range.last; j0 += kChunk) {
+          const int64_t count = std::min(kChunk, range.last - j0 + 1);
+          float chunk_max = kNegInf;
+          for (int64_t t = 0; t < count; ++t) {
+            const float* k = kc + (j0 + t) * p.k_stride.seq;
+            vfloat dot = vfloat{};
+            int64_t d = 0;
+            for (; d + W <= D; d += W) dot += load(q + d) * load(k + d);
+            float s = reduce_sum(dot);
+            for (; d < D; ++d) s += q[d] * k[d];
+            scores[t] = s * c;
+            chunk_max = std::max(chunk_max, scores[t]);
+          }
+          const float m_new = std::max(m, chunk_max);
+          const float alpha = m == kNegInf ? 0.0f : std::exp2(m - m_new);
+          l *= alpha;
+          for (int64_t d = 0; d < D; ++d) acc[d] *= alpha;
+          for (int64_t t = 0; t < count; ++t) {
+            const float w = std::exp2(scores[t] - m_new);
+            l += w;
+            const float* v = vc + (j0 + t) * p.v_stride.seq;
+            int64_t d = 0;
+            for (; d + W <= D; d += W) store(acc.data() + d, load(acc.data() + d) + w * load(v + d));
+            for (; d < D; ++d) acc[d] += w * v[d];
+          }
+          m = m_new;
+        }
+      }
+      float* out = static_cast<float*>(p.out) + b * p.out_stride.batch + h * p.out_stride.head;
+      // An empty attended set (fixed A2 alone, before the first summary cell) gives 0 and lse = -inf.
+      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      for (int64_t d = 0; d < D; ++d) out[d] = acc[d] * inv;
+      if (p.lse) p.lse[bh] = l > 0.0f ? kLn2 * (m + std::log2(l)) : kNegInf;
+    }
+  }
+}
+
+}  // namespace stx::kernels::detail::STX_CPU_NAMESPACE

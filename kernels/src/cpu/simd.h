@@ -1,0 +1,118 @@
+// SIMD building blocks for the CPU kernels, written with GCC vector extensions so that one source
+// compiles to AVX-512, AVX2+FMA or baseline SSE2 depending on the translation unit's flags.
+// Include only after defining STX_VEC_BYTES (64, 32 or 16) and inside the backend's namespace.
+#pragma once
+
+// <cstdint> and <cstring> must be included by the includer, outside any namespace.
+
+#ifndef STX_VEC_BYTES
+#error "define STX_VEC_BYTES before including simd.h"
+#endif
+
+// W floats per vector.
+constexpr int W = STX_VEC_BYTES / 4;
+typedef float vfloat __attribute__((vector_size(STX_VEC_BYTES)));
+typedef int32_t vint __attribute__((vector_size(STX_VEC_BYTES)));
+// The same vector with 4-byte alignment: every load and store below may be unaligned.
+typedef float vfloat_u __attribute__((vector_size(STX_VEC_BYTES), aligned(4)));
+
+inline vfloat load(const float* p) { return *reinterpret_cast<const vfloat_u*>(p); }
+inline void store(float* p, vfloat v) { *reinterpret_cast<vfloat_u*>(p) = v; }
+inline vfloat splat(float x) { return vfloat{} + x; }
+
+inline float reduce_max(vfloat v) {
+  float m = v[0];
+  for (int i = 1; i < W; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+inline float reduce_sum(vfloat v) {
+  float s = 0.0f;
+  for (int i = 0; i < W; ++i) s += v[i];
+  return s;
+}
+
+// 2^t for t <= ~0 (scores minus their running maximum); 0 below 2^-126, so -inf maps to exactly 0.
+// t = n + f with n = round(t), |f| <= 1/2; 2^f by its degree-6 Taylor polynomial (relative error
+// about 1.2e-7, under fp32 rounding), 2^n by adding n to the exponent bits.
+inline vfloat exp2v(vfloat t) {
+  const vfloat tc = t < -126.0f ? splat(-126.0f) : t;
+  const vfloat r = (tc + 12582912.0f) - 12582912.0f;  // round to nearest: 1.5 * 2^23
+  const vfloat f = tc - r;
+  vfloat p = splat(1.540353e-4f);
+  p = p * f + 1.333355e-3f;
+  p = p * f + 9.618129e-3f;
+  p = p * f + 5.550411e-2f;
+  p = p * f + 2.402265e-1f;
+  p = p * f + 6.931472e-1f;
+  p = p * f + 1.0f;
+  const vint n = __builtin_convertvector(r, vint);
+  const vfloat y = reinterpret_cast<vfloat>(reinterpret_cast<vint>(p) + (n << 23));
+  return t < -126.0f ? vfloat{} : y;
+}
+
+// --- a small register-tiled GEMM for attention tiles --------------------------------------------------
+// c[i][0:N] (+)= sum_k a[i*ai + k*ak] * b[k*ldb + 0:N],  i < M, N a multiple of W.
+// With ai = lda, ak = 1 this is A @ B; with ai = 1, ak = lda it is A^T @ B, so no tile is transposed.
+// Register tile: R rows x CV vectors of accumulators; each k step loads CV vectors of b and
+// broadcasts R scalars of a.
+
+#if STX_VEC_BYTES == 64
+constexpr int kAccRegs = 24;  // of 32 zmm registers: the rest hold b and the broadcast
+#else
+constexpr int kAccRegs = 12;  // of 16 ymm / xmm registers
+#endif
+
+template <int R, int CV, bool Accumulate>
+inline void gemm_tile(const float* __restrict a, int64_t ai, int64_t ak, const float* __restrict b, int64_t ldb,
+                      float* __restrict c, int64_t ldc, int64_t depth) {
+  vfloat acc[R][CV];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < CV; ++v) acc[r][v] = Accumulate ? load(c + r * ldc + v * W) : vfloat{};
+  for (int64_t k = 0; k < depth; ++k) {
+    vfloat bk[CV];
+#pragma GCC unroll 4
+    for (int v = 0; v < CV; ++v) bk[v] = load(b + k * ldb + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const vfloat x = splat(a[r * ai + k * ak]);
+#pragma GCC unroll 4
+      for (int v = 0; v < CV; ++v) acc[r][v] += x * bk[v];
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < CV; ++v) store(c + r * ldc + v * W, acc[r][v]);
+}
+
+// gemm_tile with a run-time height rows <= Rmax, dispatched to the template of that height.
+template <int Rmax, int CV, bool Accumulate>
+inline void gemm_tail(int64_t rows, const float* a, int64_t ai, int64_t ak, const float* b, int64_t ldb, float* c,
+                      int64_t ldc, int64_t depth) {
+  if constexpr (Rmax >= 1) {
+    if (rows == Rmax) return gemm_tile<Rmax, CV, Accumulate>(a, ai, ak, b, ldb, c, ldc, depth);
+    gemm_tail<Rmax - 1, CV, Accumulate>(rows, a, ai, ak, b, ldb, c, ldc, depth);
+  }
+}
+
+template <int CV, bool Accumulate>
+inline void gemm_rows(int64_t m, const float* a, int64_t ai, int64_t ak, const float* b, int64_t ldb, float* c,
+                      int64_t ldc, int64_t depth) {
+  constexpr int R = kAccRegs / CV;
+  int64_t i = 0;
+  for (; i + R <= m; i += R) gemm_tile<R, CV, Accumulate>(a + i * ai, ai, ak, b, ldb, c + i * ldc, ldc, depth);
+  // The remaining m - i < R rows as one tile of exactly that height: one row at a time would run a
+  // quarter of a 32-row block at a twelfth of the register tile's throughput.
+  if (i < m) gemm_tail<R - 1, CV, Accumulate>(m - i, a + i * ai, ai, ak, b, ldb, c + i * ldc, ldc, depth);
+}
+
+template <bool Accumulate>
+inline void gemm(int64_t m, int64_t n, int64_t depth, const float* a, int64_t ai, int64_t ak, const float* b,
+                 int64_t ldb, float* c, int64_t ldc) {
+  int64_t j = 0;
+  for (; j + 4 * W <= n; j += 4 * W) gemm_rows<4, Accumulate>(m, a, ai, ak, b + j, ldb, c + j, ldc, depth);
+  for (; j + 2 * W <= n; j += 2 * W) gemm_rows<2, Accumulate>(m, a, ai, ak, b + j, ldb, c + j, ldc, depth);
+  for (; j < n; j += W) gemm_rows<1, Accumulate>(m, a, ai, ak, b + j, ldb, c + j, ldc, depth);
+}
