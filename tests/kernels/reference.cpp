@@ -1,0 +1,124 @@
+#include "reference.h"
+
+#include <cmath>
+#include <limits>
+
+namespace stx::test {
+namespace {
+
+using stx::kernels::HeadPattern;
+
+double dot(const double* a, const double* b, int64_t d) {
+  double s = 0.0;
+  for (int64_t x = 0; x < d; ++x) s += a[x] * b[x];
+  return s;
+}
+
+// The attended keys of row i, found by testing every j <= i against the element-level mask.
+// O(i) per row on purpose: the reference must not reuse the sparse set builders it helps to check.
+void masked_keys(const HeadPattern& pattern, int64_t i, std::vector<int64_t>& keys) {
+  keys.clear();
+  for (int64_t j = 0; j <= i; ++j)
+    if (stx::kernels::attends(pattern, i, j)) keys.push_back(j);
+}
+
+}  // namespace
+
+double ReferenceShape::resolved_scale() const {
+  return scale > 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
+
+double reference_forward_row(const HeadPattern& pattern, int64_t i, int64_t head_dim, double scale,
+                             const double* q_head, const double* k_head, const double* v_head,
+                             double* out_row) {
+  std::vector<int64_t> keys;
+  masked_keys(pattern, i, keys);
+  for (int64_t x = 0; x < head_dim; ++x) out_row[x] = 0.0;
+  if (keys.empty()) return -std::numeric_limits<double>::infinity();
+
+  // s_ij = scale * q_i . k_j for j in A(i); m = max_j s_ij keeps exp() in range.
+  const double* q_i = q_head + i * head_dim;
+  std::vector<double> s(keys.size());
+  double m = -std::numeric_limits<double>::infinity();
+  for (size_t e = 0; e < keys.size(); ++e) {
+    s[e] = scale * dot(q_i, k_head + keys[e] * head_dim, head_dim);
+    m = std::max(m, s[e]);
+  }
+  // lse_i = m + log sum_j exp(s_ij - m);  out_i = sum_j exp(s_ij - lse_i) v_j
+  double sum = 0.0;
+  for (double x : s) sum += std::exp(x - m);
+  const double lse = m + std::log(sum);
+  for (size_t e = 0; e < keys.size(); ++e) {
+    const double p = std::exp(s[e] - lse);
+    const double* v_j = v_head + keys[e] * head_dim;
+    for (int64_t x = 0; x < head_dim; ++x) out_row[x] += p * v_j[x];
+  }
+  return lse;
+}
+
+void reference_forward(const std::vector<HeadPattern>& patterns, const ReferenceShape& shape,
+                       const std::vector<double>& q, const std::vector<double>& k,
+                       const std::vector<double>& v, std::vector<double>& out, std::vector<double>& lse) {
+  const int64_t T = shape.seq_len, D = shape.head_dim;
+  const double scale = shape.resolved_scale();
+  out.assign(static_cast<size_t>(shape.elements()), 0.0);
+  lse.assign(static_cast<size_t>(shape.rows()), 0.0);
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    for (int64_t h = 0; h < shape.heads; ++h) {
+      const int64_t head = (b * shape.heads + h) * T;  // first row of this (b, h)
+      for (int64_t i = 0; i < T; ++i) {
+        lse[head + i] = reference_forward_row(patterns[h], i, D, scale, &q[head * D], &k[head * D],
+                                              &v[head * D], &out[(head + i) * D]);
+      }
+    }
+  }
+}
+
+void reference_backward(const std::vector<HeadPattern>& patterns, const ReferenceShape& shape,
+                        const std::vector<double>& q, const std::vector<double>& k,
+                        const std::vector<double>& v, const std::vector<double>& out,
+                        const std::vector<double>& lse, const std::vector<double>& dout,
+                        std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
+  const int64_t T = shape.seq_len, D = shape.head_dim;
+  const double scale = shape.resolved_scale();
+  dq.assign(static_cast<size_t>(shape.elements()), 0.0);
+  dk.assign(static_cast<size_t>(shape.elements()), 0.0);
+  dv.assign(static_cast<size_t>(shape.elements()), 0.0);
+  std::vector<int64_t> keys;
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    for (int64_t h = 0; h < shape.heads; ++h) {
+      const int64_t head = (b * shape.heads + h) * T;
+      const double* qh = &q[head * D];
+      const double* kh = &k[head * D];
+      const double* vh = &v[head * D];
+      double* dqh = &dq[head * D];
+      double* dkh = &dk[head * D];
+      double* dvh = &dv[head * D];
+      for (int64_t i = 0; i < T; ++i) {
+        masked_keys(patterns[h], i, keys);
+        if (keys.empty()) continue;  // an empty row has no probabilities, so it adds no gradient
+        const double* q_i = qh + i * D;
+        const double* dout_i = &dout[(head + i) * D];
+        // With P_ij = exp(s_ij - lse_i) and out_i = sum_j P_ij v_j:
+        //   dv_j  += P_ij dout_i
+        //   dP_ij  = dout_i . v_j
+        //   dS_ij  = P_ij (dP_ij - delta_i),  delta_i = sum_j P_ij dP_ij = dout_i . out_i
+        //   dq_i  += scale dS_ij k_j,   dk_j += scale dS_ij q_i
+        const double delta = dot(dout_i, &out[(head + i) * D], D);
+        for (int64_t j : keys) {
+          const double* k_j = kh + j * D;
+          const double* v_j = vh + j * D;
+          const double p = std::exp(scale * dot(q_i, k_j, D) - lse[head + i]);
+          const double ds = p * (dot(dout_i, v_j, D) - delta);
+          for (int64_t x = 0; x < D; ++x) {
+            dvh[j * D + x] += p * dout_i[x];
+            dqh[i * D + x] += scale * ds * k_j[x];
+            dkh[j * D + x] += scale * ds * q_i[x];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace stx::test
