@@ -23,6 +23,15 @@ void part_ranges(const LayoutPart& part, int64_t row, std::vector<KeyRange>& out
   if (last >= 0) out.push_back({0, last});
 }
 
+// Sets bits lo..hi (inclusive) of a bit row, a word at a time.
+void set_bits(uint64_t* words, int64_t lo, int64_t hi) {
+  for (int64_t w = lo / 64; w <= hi / 64; ++w) {
+    const int64_t first = std::max(lo, w * 64) - w * 64, last = std::min(hi, w * 64 + 63) - w * 64;
+    const uint64_t upto_last = last == 63 ? ~uint64_t{0} : (uint64_t{1} << (last + 1)) - 1;
+    words[w] |= upto_last & ~((uint64_t{1} << first) - 1);
+  }
+}
+
 void build_part(LayoutPart& part, int64_t n, int block) {
   const int64_t B = block;
   part.length = part.view == View::natural ? n : (n + part.step - 1) / part.step;
@@ -34,6 +43,10 @@ void build_part(LayoutPart& part, int64_t n, int block) {
 
   std::vector<int64_t> count(static_cast<size_t>(nb), 0);  // attended elements per key block of this row block
   std::vector<int32_t> touched;
+  const int64_t mask_size = B * part.mask_words;
+  std::vector<int32_t> mask_of(static_cast<size_t>(nb), -1);  // key block -> its slot in `pending`
+  std::vector<uint64_t> pending;
+  std::map<std::vector<uint64_t>, int32_t> unique_masks;
   std::vector<KeyRange> ranges;
   part.row_begin.assign(1, 0);
 
@@ -51,36 +64,52 @@ void build_part(LayoutPart& part, int64_t n, int block) {
       }
     }
     std::sort(touched.begin(), touched.end());
+    // Masks of this row of blocks are built in `pending`, then deduplicated: the patterns repeat every
+    // l positions, so a long sequence has many partial blocks but few distinct masks.
+    pending.clear();
     for (int32_t kb : touched) {
       const bool full = count[kb] == (row_end - row_first) * B && row_end - row_first == B;
       count[kb] = 0;
       part.row_key.push_back(kb);
-      if (full) {
-        part.row_mask.push_back(-1);
-        continue;
+      part.row_mask.push_back(-1);
+      if (!full) {
+        mask_of[kb] = static_cast<int32_t>(pending.size() / mask_size);
+        pending.resize(pending.size() + mask_size, 0);
       }
-      // A partial block: one bit per attended element, rows and columns past the end stay 0.
-      const int32_t index = static_cast<int32_t>(part.masks.size() / (B * part.mask_words));
-      part.row_mask.push_back(index);
-      part.masks.resize(part.masks.size() + B * part.mask_words, 0);
-      uint64_t* bits = part.masks.data() + static_cast<size_t>(index) * B * part.mask_words;
-      for (int64_t row = row_first; row < row_end; ++row) {
-        part_ranges(part, row, ranges);
-        uint64_t* row_bits = bits + (row - row_first) * part.mask_words;
-        for (const KeyRange& r : ranges) {
-          int64_t lo = std::max(r.first, int64_t{kb} * B), hi = std::min(r.last, int64_t{kb} * B + B - 1);
-          for (int64_t j = lo; j <= hi; ++j) {
-            int64_t c = j - int64_t{kb} * B;
-            row_bits[c / 64] |= uint64_t{1} << (c % 64);
-          }
+    }
+    if (pending.empty()) {
+      part.row_begin.push_back(static_cast<int64_t>(part.row_key.size()));
+      continue;
+    }
+    // One more pass over the rows sets the bits of every partial block, so the cost is rows x ranges,
+    // not partial blocks x rows x ranges (a fixed-pattern row has i / l ranges).
+    for (int64_t row = row_first; row < row_end; ++row) {
+      part_ranges(part, row, ranges);
+      for (const KeyRange& r : ranges) {
+        for (int64_t kb = r.first / B; kb <= r.last / B; ++kb) {
+          if (mask_of[kb] < 0) continue;
+          uint64_t* row_bits = pending.data() + mask_of[kb] * mask_size + (row - row_first) * part.mask_words;
+          set_bits(row_bits, std::max(r.first, kb * B) - kb * B, std::min(r.last, kb * B + B - 1) - kb * B);
         }
       }
+    }
+    for (size_t e = static_cast<size_t>(part.row_begin.back()); e < part.row_key.size(); ++e) {
+      int32_t& slot = mask_of[part.row_key[e]];
+      if (slot < 0) continue;
+      const uint64_t* bits = pending.data() + slot * mask_size;
+      const std::vector<uint64_t> key(bits, bits + mask_size);
+      auto found = unique_masks.find(key);
+      if (found == unique_masks.end()) {
+        found = unique_masks.emplace(key, static_cast<int32_t>(part.masks.size() / mask_size)).first;
+        part.masks.insert(part.masks.end(), bits, bits + mask_size);
+      }
+      part.row_mask[e] = found->second;
+      slot = -1;
     }
     part.row_begin.push_back(static_cast<int64_t>(part.row_key.size()));
   }
 
   part.masks_transposed.assign(part.masks.size(), 0);
-  const size_t mask_size = static_cast<size_t>(B * part.mask_words);
   for (size_t m = 0; m < part.masks.size() / mask_size; ++m) {
     const uint64_t* src = part.masks.data() + m * mask_size;
     uint64_t* dst = part.masks_transposed.data() + m * mask_size;
