@@ -1,0 +1,22 @@
+// `stx layout`: what one position attends to, and what the block layout of a layer costs.
+#pragma once
+
+#include <cstdint>
+
+#include "pattern_options.h"
+
+namespace stx::cli {
+
+struct LayoutOptions {
+  PatternOptions pattern;
+  int64_t n = 4096;
+  int64_t query = 0;  // when --query is not given, the last position n - 1, whose attended set is the largest
+  bool json = false;
+  const CLI::Option* query_option = nullptr;
+};
+
+CLI::App* add_layout_command(CLI::App& app, LayoutOptions& options);
+// Prints to stdout; throws UsageError for a bad option and stx::kernels::Error from the kernels library.
+int run_layout_command(const LayoutOptions& options);
+
+}  // namespace stx::cli

@@ -1,0 +1,54 @@
+// The attention-pattern options that `stx layout` and `stx check` share (--pattern, --stride, --c, --mode,
+// --layer, --heads, --block), and the usage error every subcommand throws for a bad value.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "stx/kernels/pattern.h"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
+namespace stx::cli {
+
+// A bad option value. main() prints its message on one line and exits with status 2, like CLI11's own
+// parse errors, so a script can tell a usage mistake (2) from a failed run (1).
+class UsageError : public std::runtime_error {
+ public:
+  explicit UsageError(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Throws UsageError("<name> must be between <lo> and <hi>, got <value>") when value is out of [lo, hi].
+void require_between(const std::string& name, int64_t value, int64_t lo, int64_t hi);
+
+struct PatternOptions {
+  std::string pattern = "strided";
+  int64_t stride = 128;  // l
+  int64_t summary = 0;   // c; when --c is not given, l / 4 (the paper's l = 128, c = 32)
+  std::string mode = "merged";
+  int layer = 0;
+  int heads = 2;
+  int block = 64;
+  const CLI::Option* summary_option = nullptr;  // tells "--c not given" from any value
+
+  // Registers the options on a subcommand; default_stride lets `check` pick one near sqrt of its n.
+  void add_to(CLI::App& command, int64_t default_stride);
+
+  // Checks every value and throws UsageError naming the option.
+  void validate() const;
+
+  stx::kernels::Pattern parsed_pattern() const;
+  stx::kernels::Combination parsed_mode() const;
+  int64_t resolved_summary() const;
+  // One pattern per head for this layer; call validate() first.
+  std::vector<stx::kernels::HeadPattern> head_patterns() const;
+  // e.g. "strided l=128, merged, layer 0" or "fixed l=128 c=32, multihead, layer 0".
+  std::string summary_line() const;
+};
+
+}  // namespace stx::cli
