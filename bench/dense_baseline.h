@@ -1,0 +1,60 @@
+// The LibTorch side of stx-bench: dense causal attention, the sgemm roofline and LibTorch's threads.
+// This header is torch-free; only dense_baseline.cpp includes ATen. LibTorch errors leave it as
+// std::runtime_error carrying the message without the backtrace.
+//
+// Dense causal attention, batched over [batch, heads] as a LibTorch user would write it:
+//   s   = (q * scale) @ k^T                      // [B, H, T, T]; scaling q is the same maths, T*D not T*T work
+//   s   = s.masked_fill_(upper triangle, -inf)  // the causal mask, built once per T outside the timing
+//   p   = softmax(s, -1)
+//   out = p @ v                                  // [B, H, T, D]
+// Backward, explicit (default): dv = p^T @ dout; dp = dout @ v^T; ds = p * (dp - rowsum(dout * out));
+//   dq = ds @ k * scale; dk = ds^T @ (q * scale). Backward, autograd: q, k, v require grad and
+//   (out * dout).sum().backward() runs through the same four ops.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+namespace stx::bench {
+
+enum class DenseBackward { explicit_matmul, autograd };
+const char* to_string(DenseBackward mode);
+
+struct DenseShape {
+  int64_t batch = 1;
+  int64_t heads = 1;
+  int64_t seq_len = 0;
+  int64_t head_dim = 0;
+};
+
+// The bytes the dense baseline holds at its peak: its T x T temporaries over all batch x heads
+// (forward: s and p; explicit backward: p and dp; autograd backward: p, dp, ds and the masked
+// gradient) plus the bool mask.
+int64_t dense_peak_bytes_estimate(const DenseShape& shape, bool backward, DenseBackward mode);
+
+// Dense causal attention over caller-owned fp32 inputs of shape [batch, heads, seq_len, head_dim],
+// contiguous; the inputs are wrapped, not copied, so dense and sparse read the same numbers.
+class DenseAttention {
+ public:
+  DenseAttention(const DenseShape& shape, const float* q, const float* k, const float* v, const float* dout,
+                 DenseBackward mode);
+  ~DenseAttention();
+  DenseAttention(const DenseAttention&) = delete;
+  DenseAttention& operator=(const DenseAttention&) = delete;
+
+  void forward();
+  void forward_backward();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// LibTorch's intra-op threads.
+void set_torch_threads(int threads);
+int torch_threads();
+
+// fp32 sgemm GFLOP/s of at::mm on size x size x size: warm-up once, median of `repeats`.
+double measure_sgemm_gflops(int64_t size, int repeats);
+
+}  // namespace stx::bench
