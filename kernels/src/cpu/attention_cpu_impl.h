@@ -121,10 +121,11 @@ void apply_mask(float* t, int64_t ld, const uint64_t* mask, int64_t words, int64
 
 // Per-thread scratch tiles for block B and padded head dim dp.
 struct Scratch {
-  std::vector<float> qt, dot, s, ds, acc, acc2, m, l, alpha, lse2, delta, rows_a, rows_b;
+  std::vector<float> qt, dot, s, ds, acc, acc2, m, l, alpha, lse2, delta, rows_a, rows_b, k_rows;
   Scratch(int64_t block, int64_t dp)
       : qt(dp * block), dot(dp * block), s(block * block), ds(block * block), acc(block * dp), acc2(block * dp),
-        m(block), l(block), alpha(block), lse2(block), delta(block), rows_a(block * dp), rows_b(block * dp) {}
+        m(block), l(block), alpha(block), lse2(block), delta(block), rows_a(block * dp), rows_b(block * dp),
+        k_rows(block * dp) {}
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -231,8 +232,10 @@ void forward(const ForwardParams& p) {
 namespace {
 
 // ---------------------------------------------------------------------------------------------------
-// Backward, flash-attention style: P is recomputed from the saved lse; dK and dV are summed over the
-// query blocks of each key block (column lists), dQ over the key blocks of each query block (row lists).
+// Backward, flash-attention style, in one pass over key blocks: P is recomputed from the saved lse,
+// dK and dV of a key block are summed over the query blocks of its column list, and dQ is summed
+// into a per-thread fp32 buffer (two items can share query rows), reduced at the end. A separate dQ
+// pass over row lists would recompute s and dP: 7 tile products instead of 5.
 //   P = exp(s - lse), dV += P^T dO, dP = dO V^T, dS = P * (dP - delta), dK += scale dS^T Q, dQ += scale dS K
 
 // lse in base 2 and delta of query rows q0..q0+rows-1 of the item's lane.
@@ -246,8 +249,6 @@ void load_row_stats(const BackwardParams& p, const WorkItem& w, const LayoutPart
     t.lse2[r] = lse[pos] == kNegInf ? std::numeric_limits<float>::infinity() : lse[pos] * kLog2e;
     t.delta[r] = delta_base[pos];
   }
-  std::fill(t.lse2.begin() + rows, t.lse2.end(), std::numeric_limits<float>::infinity());
-  std::fill(t.delta.begin() + rows, t.delta.end(), 0.0f);
 }
 
 // Writes (first part) or adds (later parts) scale * acc to rows of a [batch, heads, seq, dim] tensor.
@@ -264,17 +265,20 @@ void store_rows(void* data, const Strides& s, const WorkItem& w, const LayoutPar
   }
 }
 
-// dK, dV of one key block (the item's block). Tiles are held as s = q k^T (queries x keys).
-void backward_kv_item(const BackwardParams& p, const WorkItem& w, const float* delta_base, Scratch& t,
-                      bool first_part) {
+// One key block (the item's block): dK and dV written, dQ added to `dq_sum` ([batch, heads, n, dp]).
+void backward_item(const BackwardParams& p, const WorkItem& w, const float* delta_base, float* dq_sum, Scratch& t,
+                   bool first_part) {
   const LayoutPart& part = p.layout->head(w.head).parts[w.part];
-  const int64_t B = part.block, D = p.head_dim, dp = round_up(D, W);
-  const int64_t lane_len = part.lane_length(w.lane, p.layout->n);
+  const int64_t n = p.layout->n, B = part.block, D = p.head_dim, dp = round_up(D, W);
+  const int64_t lane_len = part.lane_length(w.lane, n);
   const int64_t k0 = int64_t{w.block} * B, keys = std::min(B, lane_len - k0);
   const LaneRows q = lane_rows(p.q, p.q_stride, w, part);
   const LaneRows dout = lane_rows(p.dout, p.dout_stride, w, part);
-  pack_transposed(t.qt.data(), B, lane_rows(p.k, p.k_stride, w, part), k0, keys, D, p.scale * kLog2e);  // k^T
-  pack_transposed(t.dot.data(), B, lane_rows(p.v, p.v_stride, w, part), k0, keys, D, 1.0f);            // v^T
+  const LaneRows k = lane_rows(p.k, p.k_stride, w, part);
+  pack_transposed(t.qt.data(), B, k, k0, keys, D, p.scale * kLog2e);                                // k^T
+  pack_transposed(t.dot.data(), B, lane_rows(p.v, p.v_stride, w, part), k0, keys, D, 1.0f);  // v^T
+  const RowOperand kr = rows_operand(k, k0, keys, D, dp, t.k_rows.data());
+  float* dq_head = dq_sum + (int64_t{w.batch} * p.heads + w.head) * n * dp;
   std::fill(t.acc.begin(), t.acc.end(), 0.0f);   // dK
   std::fill(t.acc2.begin(), t.acc2.end(), 0.0f);  // dV
   for (int64_t e = part.col_begin[w.block]; e < part.col_begin[w.block + 1]; ++e) {
@@ -299,44 +303,12 @@ void backward_kv_item(const BackwardParams& p, const WorkItem& w, const float* d
     const RowOperand qr = rows_operand(q, q0, rows, D, dp, t.rows_b.data());
     gemm<true>(keys, dp, rows, t.s.data(), 1, B, dor.data, dor.ld, t.acc2.data(), dp);
     gemm<true>(keys, dp, rows, t.ds.data(), 1, B, qr.data, qr.ld, t.acc.data(), dp);
+    // dQ += dS K   (rows x dp), rows of this lane sit step * dp apart in the position-indexed buffer
+    gemm<true>(rows, dp, keys, t.ds.data(), B, 1, kr.data, kr.ld, dq_head + part.position(w.lane, q0) * dp,
+               part.step * dp);
   }
   store_rows(p.dk, p.dk_stride, w, part, k0, keys, t.acc.data(), dp, D, p.scale, first_part);
   store_rows(p.dv, p.dv_stride, w, part, k0, keys, t.acc2.data(), dp, D, 1.0f, first_part);
-}
-
-// dQ of one query block (the item's block). Tiles are held transposed, s^T = k q^T (keys x queries).
-void backward_q_item(const BackwardParams& p, const WorkItem& w, const float* delta_base, Scratch& t,
-                     bool first_part) {
-  const LayoutPart& part = p.layout->head(w.head).parts[w.part];
-  const int64_t B = part.block, D = p.head_dim, dp = round_up(D, W);
-  const int64_t lane_len = part.lane_length(w.lane, p.layout->n);
-  const int64_t q0 = int64_t{w.block} * B, rows = std::min(B, lane_len - q0);
-  load_row_stats(p, w, part, q0, rows, delta_base, t);
-  pack_transposed(t.qt.data(), B, lane_rows(p.q, p.q_stride, w, part), q0, rows, D, p.scale * kLog2e);
-  pack_transposed(t.dot.data(), B, lane_rows(p.dout, p.dout_stride, w, part), q0, rows, D, 1.0f);
-  std::fill(t.acc.begin(), t.acc.end(), 0.0f);  // dQ
-  const LaneRows k = lane_rows(p.k, p.k_stride, w, part);
-  const LaneRows v = lane_rows(p.v, p.v_stride, w, part);
-  for (int64_t e = part.row_begin[w.block]; e < part.row_begin[w.block + 1]; ++e) {
-    const int64_t k0 = int64_t{part.row_key[e]} * B, keys = std::min(B, lane_len - k0);
-    if (keys <= 0) continue;
-    gemm<false>(keys, B, D, k.row(k0), k.row_stride(), 1, t.qt.data(), B, t.s.data(), B);    // s^T = k q^T
-    gemm<false>(keys, B, D, v.row(k0), v.row_stride(), 1, t.dot.data(), B, t.ds.data(), B);  // dP^T = v dO^T
-    if (part.row_mask[e] >= 0)
-      apply_mask(t.s.data(), B, part.mask_transposed(part.row_mask[e]), part.mask_words, keys, B);
-    for (int64_t c = 0; c < keys; ++c) {
-      float* s = t.s.data() + c * B;
-      float* ds = t.ds.data() + c * B;
-      for (int64_t j = 0; j < B; j += W) {
-        const vfloat pc = exp2v(load(s + j) - load(t.lse2.data() + j));
-        store(ds + j, pc * (load(ds + j) - load(t.delta.data() + j)));
-      }
-    }
-    // dQ += dS K = (dS^T)^T K   (rows x dp)
-    const RowOperand kr = rows_operand(k, k0, keys, D, dp, t.rows_a.data());
-    gemm<true>(rows, dp, keys, t.ds.data(), 1, B, kr.data, kr.ld, t.acc.data(), dp);
-  }
-  store_rows(p.dq, p.dq_stride, w, part, q0, rows, t.acc.data(), dp, D, p.scale, first_part);
 }
 
 }  // namespace
@@ -344,8 +316,9 @@ void backward_q_item(const BackwardParams& p, const WorkItem& w, const float* de
 void backward(const BackwardParams& p) {
   const Layout& layout = *p.layout;
   const int64_t n = layout.n, D = p.head_dim, B = layout.block, dp = round_up(D, W);
+  const int64_t rows_total = p.batch * p.heads * n;
   // delta_i = dO_i . O_i, per (batch, head, position).
-  std::vector<float> delta(static_cast<size_t>(p.batch * p.heads * n));
+  std::vector<float> delta(static_cast<size_t>(rows_total));
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.heads; ++h) {
@@ -358,21 +331,32 @@ void backward(const BackwardParams& p) {
         dst[i] = s;
       }
     }
-  for (int part = 0; part < max_parts(layout); ++part) {
-    const std::vector<WorkItem> items = work_items(layout, p.batch, part);
-#pragma omp parallel
-    {
-      Scratch t(B, dp);
-#pragma omp for schedule(dynamic, 1) nowait
-      for (size_t i = 0; i < items.size(); ++i) {
-        const WorkItem& w = items[i];
-        backward_kv_item(p, w, delta.data() + (int64_t{w.batch} * p.heads + w.head) * n, t, part == 0);
-      }
-      // dQ rows and dK/dV rows are different tensors, so both loops share one parallel region.
+  const int threads = omp_get_max_threads();
+  std::vector<std::vector<float>> dq_sums(static_cast<size_t>(threads));
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<float>& dq_sum = dq_sums[static_cast<size_t>(omp_get_thread_num())];
+    dq_sum.assign(static_cast<size_t>(rows_total * dp), 0.0f);  // first touched by its own thread
+    Scratch t(B, dp);
+    for (int part = 0; part < max_parts(layout); ++part) {
+      const std::vector<WorkItem> items = work_items(layout, p.batch, part);
+      // dK and dV of later parts add to the first part's rows: finish a part before the next.
 #pragma omp for schedule(dynamic, 1)
       for (size_t i = 0; i < items.size(); ++i) {
         const WorkItem& w = items[i];
-        backward_q_item(p, w, delta.data() + (int64_t{w.batch} * p.heads + w.head) * n, t, part == 0);
+        backward_item(p, w, delta.data() + (int64_t{w.batch} * p.heads + w.head) * n, dq_sum.data(), t,
+                      part == 0);
+      }
+    }
+    // dQ = scale * (sum of the threads' buffers)
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < rows_total; ++row) {
+      const int64_t b = row / (p.heads * n), h = (row / n) % p.heads, i = row % n;
+      float* dq = static_cast<float*>(p.dq) + b * p.dq_stride.batch + h * p.dq_stride.head + i * p.dq_stride.seq;
+      for (int64_t d = 0; d < D; ++d) {
+        float sum = 0.0f;
+        for (const std::vector<float>& part_sum : dq_sums) sum += part_sum[row * dp + d];
+        dq[d] = sum * p.scale;
       }
     }
   }
