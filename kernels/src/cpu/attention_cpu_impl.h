@@ -147,6 +147,19 @@ void forward_item(const ForwardParams& p, const WorkItem& w, Scratch& t, bool fi
   std::fill(t.acc.begin(), t.acc.end(), 0.0f);
   std::fill(t.m.begin(), t.m.end(), kNegInf);
   std::fill(t.l.begin(), t.l.end(), 0.0f);
+  float* out_base = static_cast<float*>(p.out) + w.batch * p.out_stride.batch + w.head * p.out_stride.head;
+  float* lse_base = p.lse + (int64_t{w.batch} * p.heads + w.head) * layout.n;
+  if (!first_part) {
+    // Continue the earlier part's softmax: its normalised state is m = lse (base 2), l = 1, acc = out.
+    // The parts' key sets are disjoint, so this is exact, and no per-row merge is needed.
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t pos = part.position(w.lane, q0 + r);
+      if (lse_base[pos] == kNegInf) continue;
+      t.m[r] = lse_base[pos] * kLog2e;
+      t.l[r] = 1.0f;
+      std::memcpy(t.acc.data() + r * dp, out_base + pos * p.out_stride.seq, sizeof(float) * D);
+    }
+  }
 
   for (int64_t e = part.row_begin[w.block]; e < part.row_begin[w.block + 1]; ++e) {
     const int64_t k0 = int64_t{part.row_key[e]} * B, keys = std::min(B, lane_len - k0);
@@ -187,29 +200,13 @@ void forward_item(const ForwardParams& p, const WorkItem& w, Scratch& t, bool fi
     gemm<true>(rows, dp, keys, t.s.data(), 1, B, vr.data, vr.ld, t.acc.data(), dp);
   }
 
-  float* out_base = static_cast<float*>(p.out) + w.batch * p.out_stride.batch + w.head * p.out_stride.head;
-  float* lse_base = p.lse + (int64_t{w.batch} * p.heads + w.head) * layout.n;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t pos = part.position(w.lane, q0 + r);
     float* out = out_base + pos * p.out_stride.seq;
     const float* acc = t.acc.data() + r * dp;
-    const float lse_part = t.l[r] > 0.0f ? kLn2 * (t.m[r] + std::log2(t.l[r])) : kNegInf;
-    if (first_part) {
-      const float inv = t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f;
-      for (int64_t d = 0; d < D; ++d) out[d] = acc[d] * inv;
-      lse_base[pos] = lse_part;
-      continue;
-    }
-    if (lse_part == kNegInf) continue;
-    // Merge with the earlier parts: both outputs are softmax averages over disjoint key sets.
-    const float lse_old = lse_base[pos];
-    const float lse_new = lse_old == kNegInf ? lse_part
-                                             : std::max(lse_old, lse_part) +
-                                                   std::log1p(std::exp(-std::fabs(lse_old - lse_part)));
-    const float w_old = lse_old == kNegInf ? 0.0f : std::exp(lse_old - lse_new);
-    const float w_new = std::exp(lse_part - lse_new) / t.l[r];
-    for (int64_t d = 0; d < D; ++d) out[d] = out[d] * w_old + acc[d] * w_new;
-    lse_base[pos] = lse_new;
+    const float inv = t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f;
+    for (int64_t d = 0; d < D; ++d) out[d] = acc[d] * inv;
+    lse_base[pos] = t.l[r] > 0.0f ? kLn2 * (t.m[r] + std::log2(t.l[r])) : kNegInf;
   }
 }
 
