@@ -57,7 +57,7 @@ inline vfloat exp2v(vfloat t) {
 // broadcasts R scalars of a.
 
 #if STX_VEC_BYTES == 64
-constexpr int kAccRegs = 24;  // of 32 zmm registers: the rest hold b and the broadcast
+constexpr int kAccRegs = 16;  // of 32 zmm registers: R x CV = 4 x 4 or 8 x 2 tiles divide blocks of 32 exactly
 #else
 constexpr int kAccRegs = 12;  // of 16 ymm / xmm registers
 #endif
