@@ -328,6 +328,8 @@ void backward(const BackwardParams& p) {
         dst[i] = s;
       }
     }
+  std::vector<std::vector<WorkItem>> items_of_part;
+  for (int part = 0; part < max_parts(layout); ++part) items_of_part.push_back(work_items(layout, p.batch, part));
   const int threads = omp_get_max_threads();
   std::vector<std::vector<float>> dq_sums(static_cast<size_t>(threads));
 #pragma omp parallel num_threads(threads)
@@ -335,8 +337,8 @@ void backward(const BackwardParams& p) {
     std::vector<float>& dq_sum = dq_sums[static_cast<size_t>(omp_get_thread_num())];
     dq_sum.assign(static_cast<size_t>(rows_total * dp), 0.0f);  // first touched by its own thread
     Scratch t(B, dp);
-    for (int part = 0; part < max_parts(layout); ++part) {
-      const std::vector<WorkItem> items = work_items(layout, p.batch, part);
+    for (size_t part = 0; part < items_of_part.size(); ++part) {
+      const std::vector<WorkItem>& items = items_of_part[part];
       // dK and dV of later parts add to the first part's rows: finish a part before the next.
 #pragma omp for schedule(dynamic, 1)
       for (size_t i = 0; i < items.size(); ++i) {
