@@ -9,7 +9,7 @@
 set -euo pipefail
 
 # Every package the project needs, one per line with what needs it. Later issues append here
-# (Qt 6, libsndfile, libsamplerate, PortAudio, ...).
+# (Qt 6, PortAudio, ...).
 PACKAGES=(
   build-essential      # g++ 12, make, libc headers
   cmake                # 3.25: CMakePresets.json version 6
@@ -22,6 +22,11 @@ PACKAGES=(
   googletest           # GoogleTest sources in /usr/src/googletest, carried to the GPU machines
   libcli11-dev         # the stx CLI's argument parser
   nlohmann-json3-dev   # JSON for configs and the CLI's --json output
+  libstb-dev           # stb_image / stb_image_resize / stb_image_write: image datasets, PNG export
+  libsndfile1-dev      # audio datasets (WAV/FLAC/OGG/AIFF) and WAV export
+  libsamplerate0-dev   # resampling audio to 12 kHz (never hand-written)
+  zlib1g-dev           # gzip-compressed IDX files (Fashion-MNIST)
+  dataset-fashion-mnist  # the image corpus, under /usr/share/datasets/fashion-mnist
 )
 
 is_installed() {

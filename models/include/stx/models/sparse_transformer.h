@@ -1,0 +1,84 @@
+// The Sparse Transformer of Child et al. (2019), eqs 9-15, over stx::sparse_attention.
+//
+//   auto model = stx::models::SparseTransformer(stx::models::preset("text-small"));
+//   at::Tensor logits = model->forward(bytes);   // bytes: [B, T] int64 in 0..255, T <= context
+//   // logits[:, i] is the distribution of byte i given bytes 0..i-1: the sequence is shifted right by one
+//   // inside, behind a learned start token, so the loss is simply cross_entropy(logits, bytes).
+//
+// H_0 = embed(X); H_k = H_{k-1} + a(H) + b(H) with a(H) = dropout(attention(norm(H))) and
+// b(H) = dropout(ff(norm(H + a(H)))); logits = norm(H_N) W_out. The position embedding is the sum of one
+// learned table per axis of ModelConfig::position_axes(). Residual output projections start scaled by
+// 1/sqrt(2N).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include <vector>
+
+#include "stx/models/model_config.h"
+
+namespace stx::models {
+
+// GELU as the paper writes it: x * sigmoid(1.702 x).
+at::Tensor gelu_sigmoid(const at::Tensor& x);
+
+class ResidualBlockImpl : public torch::nn::Module {
+ public:
+  ResidualBlockImpl(const ModelConfig& config, int layer);
+  // h: [B, T, d_model] -> a(h) + b(h), the residual branch only (the caller adds h).
+  at::Tensor branch(const at::Tensor& h);
+  // The pattern of every head of this block.
+  const std::vector<kernels::HeadPattern>& patterns() const { return patterns_; }
+
+  torch::nn::LayerNorm norm_attention{nullptr}, norm_ff{nullptr};
+  torch::nn::Linear qkv{nullptr}, attention_out{nullptr}, ff_in{nullptr}, ff_out{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+
+ private:
+  at::Tensor attention(const at::Tensor& x);
+  ModelConfig config_;
+  std::vector<kernels::HeadPattern> patterns_;
+};
+TORCH_MODULE(ResidualBlock);
+
+class SparseTransformerImpl : public torch::nn::Module {
+ public:
+  explicit SparseTransformerImpl(const ModelConfig& config);
+
+  // bytes: [B, T] integer tensor with values in 0..255 and 1 <= T <= context. Returns [B, T, 256] logits.
+  at::Tensor forward(const at::Tensor& bytes);
+
+  // The pieces the incremental sampler needs (engine/sampler): embedding of the input token at each
+  // position (token 256 is the start token), the blocks, and the output head.
+  at::Tensor embed(const at::Tensor& input_tokens, int64_t first_position);
+  at::Tensor head(const at::Tensor& h);
+
+  const ModelConfig& config() const { return config_; }
+  int64_t parameter_count() const;
+
+  torch::nn::Embedding token_embedding{nullptr};
+  std::vector<torch::nn::Embedding> position_embeddings;
+  torch::nn::ModuleList blocks{nullptr};
+  std::vector<ResidualBlock> block_list;
+  torch::nn::LayerNorm final_norm{nullptr};
+  torch::nn::Linear output{nullptr};
+
+ private:
+  void initialise();
+  at::Tensor position_embedding(int64_t first_position, int64_t length, const at::Device& device);
+  ModelConfig config_;
+  // position_coordinates of 0..context-1, one column per axis: [context, axes] int64, built once.
+  at::Tensor coordinates_;
+};
+TORCH_MODULE(SparseTransformer);
+
+// Total bits per byte of `logits` against `bytes`: sum of -log2 p(byte). Divide by the byte count.
+double total_bits(const at::Tensor& logits, const at::Tensor& bytes);
+
+}  // namespace stx::models

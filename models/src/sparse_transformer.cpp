@@ -1,0 +1,200 @@
+#include "stx/models/sparse_transformer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+
+#include "stx/kernels/layout.h"
+#include "stx/models/sparse_attention.h"
+
+namespace stx::models {
+
+at::Tensor gelu_sigmoid(const at::Tensor& x) { return x * at::sigmoid(1.702 * x); }
+
+// ---- residual block ----------------------------------------------------------------------------------
+
+ResidualBlockImpl::ResidualBlockImpl(const ModelConfig& config, int layer)
+    : config_(config), patterns_(config.layer_patterns(layer)) {
+  const int64_t d = config.d_model;
+  norm_attention = register_module("norm_attention", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+  qkv = register_module("qkv", torch::nn::Linear(d, 3 * d));
+  attention_out = register_module("attention_out", torch::nn::Linear(d, d));
+  norm_ff = register_module("norm_ff", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+  ff_in = register_module("ff_in", torch::nn::Linear(d, config.d_ff));
+  ff_out = register_module("ff_out", torch::nn::Linear(config.d_ff, d));
+  dropout = register_module("dropout", torch::nn::Dropout(config.dropout));
+}
+
+at::Tensor ResidualBlockImpl::attention(const at::Tensor& x) {
+  const int64_t batch = x.size(0), length = x.size(1), heads = config_.heads, head_dim = config_.head_dim();
+  // [B, T, 3, H, Dh] sliced and transposed to [B, H, T, Dh]: strided views, which the op takes as they are.
+  const at::Tensor qkv_out = qkv->forward(x).view({batch, length, 3, heads, head_dim});
+  const at::Tensor q = qkv_out.select(2, 0).transpose(1, 2);
+  const at::Tensor k = qkv_out.select(2, 1).transpose(1, 2);
+  const at::Tensor v = qkv_out.select(2, 2).transpose(1, 2);
+  auto layout = kernels::cached_layout(length, config_.block, patterns_);
+  const at::Tensor out = sparse_attention(q, k, v, std::move(layout));
+  return attention_out->forward(out.transpose(1, 2).reshape({batch, length, config_.d_model}));
+}
+
+at::Tensor ResidualBlockImpl::branch(const at::Tensor& h) {
+  const at::Tensor a = dropout->forward(attention(norm_attention->forward(h)));
+  const at::Tensor b = dropout->forward(ff_out->forward(gelu_sigmoid(ff_in->forward(norm_ff->forward(h + a)))));
+  return a + b;
+}
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Recomputation (the paper's "gradient checkpointing"): the forward keeps only the block input; the
+// backward runs the branch again with the graph on and differentiates it. Dropout masks are reproduced
+// by restoring the CPU generator's state from before the first run.
+class RecomputedBranch : public torch::autograd::Function<RecomputedBranch> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, ResidualBlockImpl* block, const at::Tensor& h,
+                            at::TensorList parameters) {
+    ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
+    ctx->saved_data["rng"] = at::detail::getDefaultCPUGenerator().get_state();
+    ctx->save_for_backward({h});
+    (void)parameters;  // inputs only so that autograd routes their gradients through backward()
+    at::NoGradGuard no_grad;
+    return block->branch(h);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    auto* block = reinterpret_cast<ResidualBlockImpl*>(ctx->saved_data["block"].toInt());
+    const at::Tensor h = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    auto generator = at::detail::getDefaultCPUGenerator();
+    const at::Tensor state_now = generator.get_state();
+    generator.set_state(ctx->saved_data["rng"].toTensor());
+    at::Tensor out;
+    {
+      at::AutoGradMode grad_mode(true);
+      out = block->branch(h);
+    }
+    generator.set_state(state_now);
+
+    variable_list inputs = {h};
+    for (const at::Tensor& p : block->parameters()) inputs.push_back(p);
+    const variable_list grads = torch::autograd::grad({out}, inputs, {grad_outputs[0]},
+                                                      /*retain_graph=*/false, /*create_graph=*/false,
+                                                      /*allow_unused=*/true);
+    variable_list result = {at::Tensor()};  // the block pointer
+    result.insert(result.end(), grads.begin(), grads.end());
+    return result;
+  }
+};
+
+}  // namespace
+
+// ---- the network -------------------------------------------------------------------------------------
+
+SparseTransformerImpl::SparseTransformerImpl(const ModelConfig& config) : config_(config) {
+  config_.validate();
+  const int64_t d = config_.d_model;
+  token_embedding = register_module("token_embedding", torch::nn::Embedding(257, d));  // 256 bytes + start
+  const std::vector<int64_t> axes = config_.position_axes();
+  for (size_t a = 0; a < axes.size(); ++a) {
+    position_embeddings.push_back(
+        register_module("position_embedding_" + std::to_string(a), torch::nn::Embedding(axes[a], d)));
+  }
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int layer = 0; layer < config_.layers; ++layer) {
+    block_list.push_back(ResidualBlock(config_, layer));
+    blocks->push_back(block_list.back());
+  }
+  final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+  output = register_module("output", torch::nn::Linear(d, 256));
+
+  std::vector<int64_t> coords;
+  coords.reserve(config_.context * axes.size());
+  for (int64_t i = 0; i < config_.context; ++i) {
+    for (int64_t c : config_.position_coordinates(i)) coords.push_back(c);
+  }
+  coordinates_ = register_buffer(
+      "coordinates", at::tensor(coords, at::kLong).view({config_.context, static_cast<int64_t>(axes.size())}));
+  initialise();
+}
+
+void SparseTransformerImpl::initialise() {
+  at::NoGradGuard no_grad;
+  constexpr double kStd = 0.02;
+  const double residual_std = kStd / std::sqrt(2.0 * static_cast<double>(config_.layers));
+  token_embedding->weight.normal_(0.0, kStd);
+  for (auto& e : position_embeddings) e->weight.normal_(0.0, kStd);
+  for (auto& block : block_list) {
+    for (torch::nn::Linear* linear : {&block->qkv, &block->ff_in}) {
+      (*linear)->weight.normal_(0.0, kStd);
+      (*linear)->bias.zero_();
+    }
+    // The two projections that write into the residual stream, scaled down with depth (paper: 1/sqrt(2N)).
+    for (torch::nn::Linear* linear : {&block->attention_out, &block->ff_out}) {
+      (*linear)->weight.normal_(0.0, residual_std);
+      (*linear)->bias.zero_();
+    }
+  }
+  output->weight.normal_(0.0, kStd);
+  output->bias.zero_();
+}
+
+at::Tensor SparseTransformerImpl::position_embedding(int64_t first_position, int64_t length,
+                                                     const at::Device& device) {
+  const at::Tensor coords = coordinates_.narrow(0, first_position, length).to(device);
+  at::Tensor sum;
+  for (size_t a = 0; a < position_embeddings.size(); ++a) {
+    const at::Tensor e = position_embeddings[a]->forward(coords.select(1, static_cast<int64_t>(a)));
+    sum = sum.defined() ? sum + e : e;
+  }
+  return sum;  // [length, d]
+}
+
+at::Tensor SparseTransformerImpl::embed(const at::Tensor& input_tokens, int64_t first_position) {
+  const int64_t length = input_tokens.size(1);
+  TORCH_CHECK(first_position >= 0 && first_position + length <= config_.context, "SparseTransformer: positions ",
+              first_position, "..", first_position + length - 1, " exceed the context of ", config_.context);
+  return token_embedding->forward(input_tokens) + position_embedding(first_position, length, input_tokens.device());
+}
+
+at::Tensor SparseTransformerImpl::head(const at::Tensor& h) { return output->forward(final_norm->forward(h)); }
+
+at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
+  TORCH_CHECK(bytes.dim() == 2, "SparseTransformer: expected [batch, length] bytes, got ", bytes.sizes());
+  const int64_t batch = bytes.size(0), length = bytes.size(1);
+  TORCH_CHECK(length >= 1 && length <= config_.context, "SparseTransformer: length ", length,
+              " is outside 1..", config_.context);
+  // Input at position i is byte i-1; position 0 sees the start token (256).
+  const at::Tensor tokens = bytes.to(at::kLong);
+  const at::Tensor start = at::full({batch, 1}, 256, tokens.options());
+  const at::Tensor inputs = at::cat({start, tokens.narrow(1, 0, length - 1)}, 1);
+
+  at::Tensor h = embed(inputs, 0);
+  for (auto& block : block_list) {
+    if (config_.recompute && is_training() && at::GradMode::is_enabled()) {
+      const std::vector<at::Tensor> params = block->parameters();
+      h = h + RecomputedBranch::apply(block.get(), h, at::TensorList(params));
+    } else {
+      h = h + block->branch(h);
+    }
+  }
+  return head(h);
+}
+
+int64_t SparseTransformerImpl::parameter_count() const {
+  int64_t total = 0;
+  for (const at::Tensor& p : parameters()) total += p.numel();
+  return total;
+}
+
+double total_bits(const at::Tensor& logits, const at::Tensor& bytes) {
+  const at::Tensor log_probs = at::log_softmax(logits.to(at::kFloat).reshape({-1, logits.size(-1)}), -1);
+  const at::Tensor nll = -log_probs.gather(1, bytes.reshape({-1, 1}).to(at::kLong)).sum();
+  return nll.item<double>() / std::log(2.0);
+}
+
+}  // namespace stx::models
