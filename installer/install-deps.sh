@@ -27,6 +27,7 @@ PACKAGES=(
   libsamplerate0-dev   # resampling audio to 12 kHz (never hand-written)
   zlib1g-dev           # gzip-compressed IDX files (Fashion-MNIST)
   dataset-fashion-mnist  # the image corpus, under /usr/share/datasets/fashion-mnist
+  libgloo-dev          # headers of Gloo, which LibTorch's c10d ProcessGroupGloo (data-parallel training) includes
 )
 
 is_installed() {
