@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attention_bench.h"
+#include "train_bench.h"
 
 namespace {
 
@@ -14,6 +15,7 @@ using RegisterCommand = void (*)(CLI::App& parent);
 // The one place where subcommands are registered.
 constexpr RegisterCommand kCommands[] = {
     stx::bench::register_attention_command,
+    stx::bench::register_train_command,
 };
 
 }  // namespace

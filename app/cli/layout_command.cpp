@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "layout_png.h"
 #include "stx/kernels/layout.h"
 #include "stx/kernels/pattern.h"
 
@@ -237,6 +238,8 @@ CLI::App* add_layout_command(CLI::App& app, LayoutOptions& options) {
   options.query_option = command->add_option(
       "--query", options.query, "the position I whose attended set A(I) is shown [default: n - 1]");
   command->add_flag("--json", options.json, "print the attended sets and the layout summary as JSON");
+  command->add_option("--png", options.png, "also draw the connectivity matrix (row i attends column j) to this PNG");
+  command->add_option("--head", options.head, "the head drawn by --png [default: the union of all heads]");
   command->footer(
       "Example: stx layout --pattern fixed --n 4096 --stride 128 --c 32 --mode multihead --heads 4 --query "
       "1000");
@@ -255,6 +258,12 @@ int run_layout_command(const LayoutOptions& options) {
     print_json(options, *layout, query);
   else
     print_text(options, *layout, query);
+  if (!options.png.empty()) {
+    require_between("--head", options.head, -1, options.pattern.heads - 1);
+    write_layout_png(options.png, options.pattern.head_patterns(), options.n, options.head,
+                     options.query_option->count() > 0 ? query : -1);
+    if (!options.json) std::cout << "connectivity matrix written to " << options.png << "\n";
+  }
   return 0;
 }
 

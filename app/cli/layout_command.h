@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "pattern_options.h"
 
@@ -12,6 +13,8 @@ struct LayoutOptions {
   int64_t n = 4096;
   int64_t query = 0;  // when --query is not given, the last position n - 1, whose attended set is the largest
   bool json = false;
+  std::string png;  // when given, the connectivity matrix is drawn there
+  int head = -1;    // the head drawn in the PNG; -1 = the union of all heads
   const CLI::Option* query_option = nullptr;
 };
 

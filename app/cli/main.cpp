@@ -1,6 +1,8 @@
-// stx: STX Studio's command line. Every engine job runs here headless; for now it drives the kernels.
+// stx: STX Studio's command line. Every engine job runs here headless.
 //
-// Exit status: 0 success, 1 a failed run (a kernel error, a FAILed check), 2 a bad command line.
+// Exit status: 0 success, 1 a failed run (a bad file, a kernel error, a FAILed check), 2 a bad command
+// line, 130 a training run stopped by Ctrl-C after saving.
+#include <ATen/Parallel.h>
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -10,19 +12,26 @@
 
 #include "check_command.h"
 #include "layout_command.h"
+#include "model_commands.h"
 #include "pattern_options.h"
+#include "stx/engine/error.h"
 #include "stx/kernels/error.h"
+#include "stx/models/model_config.h"
+#include "train_command.h"
 
 namespace {
 
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
-// The project rule is that programs use every core; OpenMP's own default can be lower in containers
-// and under OMP_NUM_THREADS left over from another tool.
+// The project rule is that programs use every core. Debian's LibTorch starts with one thread, and
+// OpenMP's own default can be lower in containers or under a leftover OMP_NUM_THREADS.
 void use_all_cores() {
   const unsigned cores = std::thread::hardware_concurrency();
-  if (cores > 0) omp_set_num_threads(static_cast<int>(cores));
+  if (cores > 0) {
+    omp_set_num_threads(static_cast<int>(cores));
+    at::set_num_threads(static_cast<int>(cores));
+  }
 }
 
 }  // namespace
@@ -30,14 +39,21 @@ void use_all_cores() {
 int main(int argc, char** argv) {
   use_all_cores();
 
-  CLI::App app{"stx " STX_VERSION
-               ": Sparse Transformer attention patterns, kernels and (soon) models, headless",
+  CLI::App app{"stx " STX_VERSION ": Sparse Transformers headless: train, evaluate, inspect models and patterns",
                "stx"};
   app.set_version_flag("--version", "stx " STX_VERSION);
   app.require_subcommand(1);
+  // One line for a bad option, then exit status 2.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("stx: ") + e.what() + " (see --help)\n"; });
 
+  stx::cli::TrainCommandOptions train_options;
+  stx::cli::EvalOptions eval_options;
+  stx::cli::InfoOptions info_options;
   stx::cli::LayoutOptions layout_options;
   stx::cli::CheckOptions check_options;
+  CLI::App* train = stx::cli::add_train_command(app, train_options);
+  CLI::App* eval = stx::cli::add_eval_command(app, eval_options);
+  CLI::App* info = stx::cli::add_info_command(app, info_options);
   CLI::App* layout = stx::cli::add_layout_command(app, layout_options);
   CLI::App* check = stx::cli::add_check_command(app, check_options);
 
@@ -48,19 +64,31 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
 
-  // The kernels check every input themselves; a value the CLI let through still ends in one clear line.
-  const char* name = layout->parsed() ? "stx layout" : "stx check";
+  const std::string name = "stx " + app.get_subcommands().front()->get_name();
   try {
+    if (train->parsed()) return stx::cli::run_train_command(train_options, argc, argv);
+    if (eval->parsed()) return stx::cli::run_eval_command(eval_options);
+    if (info->parsed()) return stx::cli::run_info_command(info_options);
     if (layout->parsed()) return stx::cli::run_layout_command(layout_options);
     if (check->parsed()) return stx::cli::run_check_command(check_options);
   } catch (const stx::cli::UsageError& e) {
     std::cerr << name << ": " << e.what() << "\n";
     return kExitUsage;
+  } catch (const stx::engine::Error& e) {
+    std::cerr << name << ": " << e.what() << "\n";
+    return kExitFailed;
+  } catch (const stx::models::ConfigError& e) {
+    std::cerr << name << ": " << e.what() << "\n";
+    return kExitFailed;
   } catch (const stx::kernels::Error& e) {
     std::cerr << name << ": " << e.what() << "\n";
     return kExitFailed;
   } catch (const std::bad_alloc&) {
-    std::cerr << name << ": out of memory; try a smaller --n or fewer --heads\n";
+    std::cerr << name << ": out of memory; try a smaller size\n";
+    return kExitFailed;
+  } catch (const c10::Error& e) {
+    const std::string text = e.what_without_backtrace();
+    std::cerr << name << ": " << text.substr(0, text.find('\n')) << "\n";
     return kExitFailed;
   } catch (const std::exception& e) {
     std::cerr << name << ": " << e.what() << "\n";

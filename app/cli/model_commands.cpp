@@ -1,0 +1,153 @@
+#include "model_commands.h"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "pattern_options.h"
+#include "stx/engine/checkpoint.h"
+#include "stx/engine/dataset.h"
+#include "stx/engine/evaluate.h"
+
+namespace stx::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+engine::DataKind dataset_kind(models::DataKind kind) {
+  switch (kind) {
+    case models::DataKind::image: return engine::DataKind::Image;
+    case models::DataKind::audio: return engine::DataKind::Audio;
+    case models::DataKind::text: return engine::DataKind::Text;
+  }
+  return engine::DataKind::Text;
+}
+
+std::string describe_attention(const models::ModelConfig& c) {
+  std::string text = kernels::to_string(c.pattern);
+  if (c.pattern != kernels::Pattern::dense) {
+    text += " l=" + std::to_string(c.stride);
+    if (c.pattern == kernels::Pattern::fixed) text += " c=" + std::to_string(c.summary);
+    text += std::string(", ") + kernels::to_string(c.mode);
+  }
+  return text;
+}
+
+std::string describe_data(const models::ModelConfig& c) {
+  if (c.kind == models::DataKind::image) {
+    return "image " + std::to_string(c.image_height) + "x" + std::to_string(c.image_width) + "x" +
+           std::to_string(c.image_channels);
+  }
+  return c.kind == models::DataKind::audio ? "audio (12 kHz mu-law)" : "text (bytes)";
+}
+
+}  // namespace
+
+CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
+  CLI::App* command = app.add_subcommand("eval", "Print a model's bits per byte on a folder or file");
+  command->add_option("--model", o.model, "a model folder, or a run folder (its latest checkpoint)")->required();
+  command->add_option("--data", o.data, "data of the model's kind: a folder or a file")->required();
+  command->add_option("--split", o.split, "which bytes to score: all, train or validation (the training split rule)")
+      ->check(CLI::IsMember({"all", "train", "validation"}))
+      ->capture_default_str();
+  command->add_option("--windows", o.windows, "score at most this many context windows, spread out (0 = all)")
+      ->capture_default_str();
+  command->add_option("--batch", o.batch, "windows per forward pass")->capture_default_str();
+  command->add_flag("--json", o.json, "print the result as JSON");
+  return command;
+}
+
+int run_eval_command(const EvalOptions& o) {
+  require_between("--windows", o.windows, 0, int64_t{1} << 40);
+  require_between("--batch", o.batch, 1, 4096);
+  engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
+  const models::ModelConfig& c = bundle.config;
+  engine::DatasetOptions d;
+  d.kind = dataset_kind(c.kind);
+  d.image = engine::ImageShape{static_cast<int>(c.image_height), static_cast<int>(c.image_width),
+                               static_cast<int>(c.image_channels)};
+  engine::Dataset data = engine::open_dataset(o.data, d);
+  for (const auto& skipped : data.skipped) {
+    std::cerr << "stx eval: skipped " << skipped.file.string() << ": " << skipped.reason << "\n";
+  }
+  std::vector<uint8_t> bytes;
+  if (o.split != "validation") bytes = std::move(data.train);
+  if (o.split != "train") bytes.insert(bytes.end(), data.validation.begin(), data.validation.end());
+  const auto start = std::chrono::steady_clock::now();
+  const engine::EvaluationResult r = engine::evaluate_bits_per_byte(
+      bundle.model, bytes, c.context, static_cast<int64_t>(data.record_bytes), o.windows, o.batch);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.json) {
+    std::cout << json{{"model", bundle.folder.string()}, {"data", o.data}, {"split", o.split},
+                      {"bits_per_byte", r.bits_per_byte}, {"bytes", r.bytes}, {"windows", r.windows},
+                      {"seconds", seconds}}
+                     .dump()
+              << "\n";
+  } else {
+    std::printf("%.4f bits/byte on %lld bytes (%lld windows of up to %lld) of %s [%s], %.1f s\n", r.bits_per_byte,
+                static_cast<long long>(r.bytes), static_cast<long long>(r.windows),
+                static_cast<long long>(c.context), o.data.c_str(), o.split.c_str(), seconds);
+  }
+  return 0;
+}
+
+CLI::App* add_info_command(CLI::App& app, InfoOptions& o) {
+  CLI::App* command = app.add_subcommand("info", "Print a model card: parameters, pattern, context, data, training");
+  command->add_option("--model", o.model, "a model folder, or a run folder (its latest checkpoint)")->required();
+  command->add_flag("--json", o.json, "print the card as JSON");
+  return command;
+}
+
+int run_info_command(const InfoOptions& o) {
+  const engine::ModelBundle b = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
+  const models::ModelConfig& c = b.config;
+  const int64_t parameters = b.model->parameter_count();
+  auto finite = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+  json card = {{"folder", b.folder.string()},
+               {"name", c.name},
+               {"parameters", parameters},
+               {"data", describe_data(c)},
+               {"context", c.context},
+               {"attention", describe_attention(c)},
+               {"layers", c.layers},
+               {"d_model", c.d_model},
+               {"heads", c.heads},
+               {"d_ff", c.d_ff},
+               {"weights_hash", b.weights_hash}};
+  if (b.state) {
+    card["training_steps"] = b.state->step;
+    card["training_seconds"] = b.state->train_seconds;
+    card["last_validation_bits_per_byte"] = finite(b.state->last_bits_per_byte);
+    card["best_validation_bits_per_byte"] = finite(b.state->best_bits_per_byte);
+  }
+  if (b.training.contains("data")) card["training_data"] = b.training["data"];
+  if (o.json) {
+    std::cout << card.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s  (%s)\n", c.name.c_str(), b.folder.string().c_str());
+  std::printf("  parameters   %.2fM (%lld)\n", static_cast<double>(parameters) / 1e6, static_cast<long long>(parameters));
+  std::printf("  data         %s\n", describe_data(c).c_str());
+  std::printf("  context      %lld bytes\n", static_cast<long long>(c.context));
+  std::printf("  attention    %s, block %d\n", describe_attention(c).c_str(), c.block);
+  std::printf("  network      %lld layers, d_model %lld, %lld heads, d_ff %lld\n", static_cast<long long>(c.layers),
+              static_cast<long long>(c.d_model), static_cast<long long>(c.heads), static_cast<long long>(c.d_ff));
+  if (b.state) {
+    std::printf("  training     %lld steps, %s\n", static_cast<long long>(b.state->step),
+                (std::to_string(static_cast<long long>(std::lround(b.state->train_seconds))) + " s").c_str());
+    if (std::isfinite(b.state->last_bits_per_byte)) {
+      std::printf("  validation   %.4f bits/byte (best %.4f at step %lld)\n", b.state->last_bits_per_byte,
+                  b.state->best_bits_per_byte, static_cast<long long>(b.state->best_step));
+    }
+  } else {
+    std::printf("  training     (no training state in this folder)\n");
+  }
+  if (b.training.contains("data")) std::printf("  trained on   %s\n", b.training["data"].get<std::string>().c_str());
+  std::printf("  weights      %s\n", b.weights_hash.c_str());
+  return 0;
+}
+
+}  // namespace stx::cli

@@ -1,0 +1,32 @@
+// `stx eval` (bits/byte of a model on some data) and `stx info` (a model card).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace stx::cli {
+
+struct EvalOptions {
+  std::string model;
+  std::string data;
+  std::string split = "all";
+  int64_t windows = 0;  // 0 = every window
+  int64_t batch = 8;
+  bool json = false;
+};
+
+struct InfoOptions {
+  std::string model;
+  bool json = false;
+};
+
+CLI::App* add_eval_command(CLI::App& app, EvalOptions& options);
+CLI::App* add_info_command(CLI::App& app, InfoOptions& options);
+int run_eval_command(const EvalOptions& options);
+int run_info_command(const InfoOptions& options);
+
+}  // namespace stx::cli

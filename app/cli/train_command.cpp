@@ -1,0 +1,233 @@
+#include "train_command.h"
+
+#include <ATen/Parallel.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "pattern_options.h"
+#include "progress_printer.h"
+#include "stx/engine/atomic_file.h"
+#include "stx/engine/error.h"
+#include "stx/engine/trainer.h"
+#include "stx/models/model_config.h"
+
+namespace stx::cli {
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitInterrupted = 130;
+
+std::atomic<bool> g_cancel{false};
+std::vector<pid_t> g_children;
+
+// First Ctrl-C: stop after the current step and save. A second one: leave at once (the last committed
+// checkpoint stays intact, because checkpoints are only ever renamed into place).
+void on_interrupt(int) {
+  if (g_cancel.exchange(true)) {
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+    return;
+  }
+  const char message[] = "\nstx train: stopping after this step and saving a checkpoint (Ctrl-C again to quit now)\n";
+  (void)!write(STDERR_FILENO, message, sizeof message - 1);
+}
+
+void forward_interrupt(int) {
+  for (pid_t child : g_children) kill(child, SIGINT);
+}
+
+int free_local_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  int port = 29500;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// Starts `nproc` copies of this very command with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set, waits for
+// them, and returns the worst exit status.
+int launch_workers(int nproc, char** argv) {
+  const int port = free_local_port();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::string threads = std::to_string(std::max(1u, cores / static_cast<unsigned>(nproc)));
+  for (int rank = 0; rank < nproc; ++rank) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::cerr << "stx train: cannot start process " << rank << ": " << std::strerror(errno) << "\n";
+      forward_interrupt(0);
+      break;
+    }
+    if (pid == 0) {
+      setenv("RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      setenv("STX_THREADS", threads.c_str(), 1);
+      execv("/proc/self/exe", argv);
+      std::cerr << "stx train: cannot run /proc/self/exe: " << std::strerror(errno) << "\n";
+      _exit(127);
+    }
+    g_children.push_back(pid);
+  }
+  signal(SIGINT, forward_interrupt);
+  int worst = 0;
+  for (pid_t child : g_children) {
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code != 0 && (worst == 0 || worst == kExitInterrupted)) worst = code;
+  }
+  return worst;
+}
+
+engine::TrainOptions build_options(const TrainCommandOptions& c) {
+  engine::TrainOptions o;
+  if (c.resume.empty()) {
+    if (c.preset.empty() == c.config_file.empty()) throw UsageError("give exactly one of --preset and --config");
+    if (!c.preset.empty()) {
+      o.model = models::preset(c.preset);
+    } else {
+      const std::vector<uint8_t> bytes = engine::read_file(c.config_file, 4u << 20);
+      const auto json = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+      if (json.is_discarded()) throw engine::Error(c.config_file + ": not valid JSON");
+      try {
+        o.model = models::model_config_from_json(json);
+      } catch (const models::ConfigError& e) {
+        throw engine::Error(c.config_file + ": " + e.what());
+      }
+      if (json.contains("training")) recipe_from_json(json["training"], o);
+    }
+    if (c.data.empty()) throw UsageError("--data is required for a new run");
+    if (c.out.empty()) throw UsageError("--out is required for a new run");
+  } else {
+    o.resume = c.resume;
+    if (!c.preset.empty() || !c.config_file.empty()) throw UsageError("--resume takes the model from the checkpoint; drop --preset/--config");
+    if (c.context > 0) throw UsageError("--context cannot change when resuming");
+  }
+  if (c.context > 0) {
+    if (o.model.kind == models::DataKind::image) throw UsageError("--context of an image model is fixed by its H x W x C");
+    require_between("--context", c.context, 1, int64_t{1} << 22);
+    o.model.context = c.context;
+    try {
+      o.model.validate();
+    } catch (const models::ConfigError& e) {
+      throw UsageError(std::string("--context: ") + e.what());
+    }
+  }
+  o.data = c.data;
+  o.out = c.out;
+  if (c.steps > 0) o.steps = c.steps;
+  if (c.batch > 0) o.batch = c.batch;
+  if (c.accumulation > 0) o.accumulation = c.accumulation;
+  if (c.lr > 0) o.learning_rate = c.lr;
+  if (c.eval_every >= 0) o.eval_every = c.eval_every;
+  if (c.eval_windows >= 0) o.eval_windows = c.eval_windows;
+  if (c.checkpoint_every > 0) o.checkpoint_every = c.checkpoint_every;
+  if (c.keep > 0) o.keep_last = c.keep;
+  if (c.seed >= 0) o.seed = static_cast<uint64_t>(c.seed);
+  if (o.warmup_steps >= o.steps) o.warmup_steps = std::max<int64_t>(1, o.steps / 10);
+  o.deterministic = c.deterministic;
+  o.distributed = engine::DistributedSettings::from_environment();
+  try {
+    o.validate();
+  } catch (const engine::Error& e) {
+    throw UsageError(e.what());
+  }
+  return o;
+}
+
+}  // namespace
+
+CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
+  CLI::App* command = app.add_subcommand("train", "Train a Sparse Transformer on a folder of images, audio or text");
+  std::string presets;
+  for (const auto& name : models::preset_names()) presets += (presets.empty() ? "" : ", ") + name;
+  command->add_option("--preset", o.preset, "a named architecture and recipe: " + presets);
+  command->add_option("--config", o.config_file, "a JSON config (model fields, optional \"training\" recipe)");
+  command->add_option("--data", o.data, "training data: a folder or file (images, audio or text, as the model's kind)");
+  command->add_option("--out", o.out, "run folder for checkpoints (must not hold a run already)");
+  command->add_option("--resume", o.resume, "continue the run in this run folder or checkpoint folder");
+  command->add_option("--steps", o.steps, "total optimiser steps [default: recipe's, 1000]")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  command->add_option("--batch", o.batch, "sequences per step over all processes [default: 8]")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  command->add_option("--accumulation", o.accumulation, "split each step's batch into this many micro-batches")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  command->add_option("--lr", o.lr, "peak learning rate [default: 3e-4]")
+      ->check(CLI::Range(1e-9, 1.0));
+  command->add_option("--context", o.context, "training sequence length (text and audio models)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4194304}));
+  command->add_option("--eval-every", o.eval_every, "validate every K steps [default: 100; 0 = at checkpoints only]")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  command->add_option("--eval-windows", o.eval_windows, "validation windows per pass [default: 32; 0 = all]")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000000}));
+  command->add_option("--checkpoint-every", o.checkpoint_every, "save every K steps [default: 500]")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  command->add_option("--keep", o.keep, "checkpoints kept besides the best [default: 3]")
+      ->check(CLI::Range(1, 1000));
+  command->add_option("--seed", o.seed, "seed of the weights, crops and dropout [default: 1]")
+      ->check(CLI::Range(int64_t{0}, int64_t{9007199254740991}));
+  command->add_option("--nproc", o.nproc, "data-parallel processes on this machine (Gloo) [default: 1]")
+      ->check(CLI::Range(1, 64));
+  command->add_flag("--deterministic", o.deterministic,
+                    "one thread, so a resumed run matches an uninterrupted one bit for bit");
+  command->add_flag("--quiet", o.quiet, "print only warnings, errors and the result");
+  command->footer(
+      "Examples:\n  stx train --preset image-small --data /usr/share/datasets/fashion-mnist --out runs/fmnist\n"
+      "  stx train --resume runs/fmnist --steps 4000\n"
+      "Several machines: set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT on each and run the same command.");
+  return command;
+}
+
+int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
+  (void)argc;
+  if (c.nproc > 1 && std::getenv("RANK") == nullptr) {
+    build_options(c);  // a bad option is reported once, before any process starts
+    return launch_workers(c.nproc, argv);
+  }
+  engine::TrainOptions options = build_options(c);
+  if (const char* threads = std::getenv("STX_THREADS")) at::set_num_threads(std::max(1, std::atoi(threads)));
+  signal(SIGINT, on_interrupt);
+  ProgressPrinter printer(c.quiet || options.distributed.rank != 0);
+  const engine::JobEnded end = engine::train(options, [&printer](const engine::Event& e) { printer(e); }, g_cancel);
+  signal(SIGINT, SIG_DFL);
+  switch (end.outcome) {
+    case engine::JobEnded::Outcome::completed:
+      if (options.distributed.rank == 0) std::cout << "stx train: " << end.message << "; model in " << end.checkpoint.string() << "\n";
+      return 0;
+    case engine::JobEnded::Outcome::cancelled:
+      if (options.distributed.rank == 0) {
+        std::cout << "stx train: " << end.message
+                  << (end.checkpoint.empty() ? "" : "; checkpoint " + end.checkpoint.string()) << "\n";
+      }
+      return kExitInterrupted;
+    case engine::JobEnded::Outcome::failed:
+      std::cerr << "stx train: " << end.message << "\n";
+      return kExitFailed;
+  }
+  return kExitFailed;
+}
+
+}  // namespace stx::cli

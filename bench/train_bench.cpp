@@ -1,0 +1,160 @@
+#include "train_bench.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/optim/adamw.h>
+
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <thread>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "memory.h"
+#include "stx/engine/atomic_file.h"
+#include "stx/models/sparse_transformer.h"
+#include "timing.h"
+
+namespace stx::bench {
+namespace {
+
+struct TrainBenchOptions {
+  std::vector<int64_t> contexts = {3072, 12288};
+  std::vector<std::string> patterns = {"dense", "fixed", "strided"};
+  int64_t d_model = 256, layers = 4, heads = 4, batch = 1;
+  int64_t stride = 128, summary = 32;
+  int block = 64;
+  bool recompute = false;
+  int repeats = 3;
+  std::string json_path;
+};
+
+struct Row {
+  int64_t context = 0;
+  std::string pattern;
+  double step_ms = 0, peak_mb = 0, ratio_vs_dense = 0;
+  int64_t parameters = 0;
+  int repeats = 0;
+};
+
+models::ModelConfig config_for(const TrainBenchOptions& o, int64_t context, const std::string& pattern) {
+  models::ModelConfig c;
+  c.name = "bench-" + pattern;
+  c.kind = models::DataKind::text;
+  c.context = context;
+  c.d_model = o.d_model;
+  c.layers = o.layers;
+  c.heads = o.heads;
+  c.d_ff = 4 * o.d_model;
+  c.pattern = kernels::parse_pattern(pattern);
+  c.stride = o.stride;
+  c.summary = o.summary;
+  c.mode = kernels::Combination::merged;
+  c.block = o.block;
+  c.recompute = o.recompute;
+  c.validate();
+  return c;
+}
+
+Row run_row(const TrainBenchOptions& o, int64_t context, const std::string& pattern) {
+  Row row;
+  row.context = context;
+  row.pattern = pattern;
+  at::manual_seed(1);
+  models::SparseTransformer model(config_for(o, context, pattern));
+  row.parameters = model->parameter_count();
+  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-4));
+  const at::Tensor bytes = at::randint(0, 256, {o.batch, context}, at::kLong);
+  auto step = [&] {
+    optimizer.zero_grad();
+    const at::Tensor logits = model->forward(bytes);
+    at::cross_entropy_loss(logits.reshape({-1, 256}), bytes.reshape({-1})).backward();
+    optimizer.step();
+  };
+  release_free_memory();
+  reset_peak_rss();
+  const int64_t before = current_rss_bytes();
+  const Timing t = time_median(step, o.repeats, 120.0);
+  row.step_ms = t.median_ms;
+  row.repeats = t.repeats;
+  row.peak_mb = to_mb(peak_rss_bytes() - before);
+  return row;
+}
+
+void run(const TrainBenchOptions& o) {
+  // Every core, as every stx program: Debian's LibTorch starts with one thread.
+  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  omp_set_num_threads(threads);
+  std::printf("stx-bench train: one training step (forward + backward + AdamW), d_model %lld, %lld layers, %lld heads, "
+              "batch %lld, l=%lld c=%lld, block %d%s, %d LibTorch threads\n",
+              static_cast<long long>(o.d_model), static_cast<long long>(o.layers), static_cast<long long>(o.heads),
+              static_cast<long long>(o.batch), static_cast<long long>(o.stride), static_cast<long long>(o.summary),
+              o.block, o.recompute ? ", recompute" : "", at::get_num_threads());
+  std::printf("%8s  %-8s  %10s  %8s  %9s  %8s\n", "context", "pattern", "params", "step_ms", "vs_dense", "peak_mb");
+  std::vector<Row> rows;
+  for (int64_t context : o.contexts) {
+    double dense_ms = 0;
+    for (const std::string& pattern : o.patterns) {
+      Row row = run_row(o, context, pattern);
+      if (pattern == "dense") dense_ms = row.step_ms;
+      row.ratio_vs_dense = dense_ms > 0 ? dense_ms / row.step_ms : 0;
+      char ratio[16] = "-";
+      if (dense_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", row.ratio_vs_dense);
+      std::printf("%8lld  %-8s  %10lld  %8.0f  %9s  %8.0f\n", static_cast<long long>(context), pattern.c_str(),
+                  static_cast<long long>(row.parameters), row.step_ms, ratio, row.peak_mb);
+      std::fflush(stdout);
+      rows.push_back(row);
+    }
+  }
+  if (o.json_path.empty()) return;
+  nlohmann::json records = nlohmann::json::array();
+  for (const Row& r : rows) {
+    nlohmann::json record = {{"context", r.context}, {"pattern", r.pattern}, {"step_ms", r.step_ms},
+                             {"peak_mb", r.peak_mb}, {"parameters", r.parameters}, {"repeats", r.repeats},
+                             {"d_model", o.d_model}, {"layers", o.layers}, {"heads", o.heads}, {"batch", o.batch},
+                             {"threads", at::get_num_threads()}};
+    record["ratio_vs_dense"] = r.ratio_vs_dense > 0 ? nlohmann::json(r.ratio_vs_dense) : nlohmann::json(nullptr);
+    records.push_back(record);
+  }
+  engine::write_file_atomic(o.json_path, records.dump(2) + "\n");
+  std::printf("wrote %s\n", o.json_path.c_str());
+}
+
+}  // namespace
+
+void register_train_command(CLI::App& parent) {
+  auto o = std::make_shared<TrainBenchOptions>();
+  CLI::App* cmd = parent.add_subcommand(
+      "train", "Time a training step of one small model with dense, fixed and strided attention (paper Table 2)");
+  cmd->add_option("--context", o->contexts, "Context lengths; repeat or give a comma list")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--pattern", o->patterns, "Patterns; dense first gives the ratios")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"dense", "fixed", "strided"}))
+      ->capture_default_str();
+  cmd->add_option("--d-model", o->d_model, "Model width")->check(CLI::Range(16, 4096))->capture_default_str();
+  cmd->add_option("--layers", o->layers, "Residual blocks")->check(CLI::Range(1, 128))->capture_default_str();
+  cmd->add_option("--heads", o->heads, "Attention heads")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Sequences per step")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--stride", o->stride, "Stride l")->check(CLI::Range(1, 65536))->capture_default_str();
+  cmd->add_option("--summary", o->summary, "Summary cells c of fixed")->check(CLI::Range(1, 65536))->capture_default_str();
+  cmd->add_option("--block", o->block, "Kernel block size")->check(CLI::IsMember({16, 32, 64, 128}))->capture_default_str();
+  cmd->add_flag("--recompute", o->recompute, "Recompute each block's activations in backward");
+  cmd->add_option("--repeats", o->repeats, "Timed steps after one warm-up; the median is reported")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace stx::bench

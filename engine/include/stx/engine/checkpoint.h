@@ -1,0 +1,90 @@
+// Checkpoints: a folder holding config.json, model.safetensors and, while training, train_state.json and
+// train_state.safetensors (design.md). A training run's folder holds checkpoints/step-NNNNNNNN/ folders and
+// latest.json, which names the latest and the best one and is written last.
+//
+//   stx::engine::ModelBundle m = stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(dir));
+//   at::Tensor logits = m.model->forward(bytes);
+//
+// Every file is untrusted: sizes are limited, the safetensors parser checks the format, config.json must
+// agree with the tensors (names and shapes), and NaN or Inf weights are refused. Errors are stx::engine::Error
+// naming the file and the reason.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "stx/models/model_config.h"
+#include "stx/models/sparse_transformer.h"
+
+namespace torch::optim {
+class AdamW;
+}
+
+namespace stx::engine {
+
+// Where a training run stands; train_state.json holds it.
+struct TrainState {
+  int64_t step = 0;               // optimiser steps done
+  int64_t samples_drawn = 0;      // the data position: index of the next training crop
+  uint64_t seed = 0;              // the run's seed, kept for the record and for the crops
+  double best_bits_per_byte = std::numeric_limits<double>::infinity();
+  int64_t best_step = -1;
+  double last_bits_per_byte = std::numeric_limits<double>::quiet_NaN();  // latest validation
+  double train_seconds = 0;       // wall time summed over every run that led here
+  int64_t world_size = 1;
+};
+
+struct ModelBundle {
+  std::filesystem::path folder;
+  models::ModelConfig config;
+  nlohmann::json training;        // the recipe that trained it (may be empty for hand-made models)
+  models::SparseTransformer model{nullptr};
+  std::optional<TrainState> state;  // present when the folder holds train_state.json
+  std::string weights_hash;       // FNV-1a 64 of model.safetensors, hex: identifies the model in exports
+};
+
+// `path` may be a checkpoint folder (it holds config.json) or a run folder (it holds latest.json); for a run
+// folder the latest checkpoint is chosen, or the best one with prefer_best.
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& path, bool prefer_best = false);
+
+// Loads config.json and model.safetensors (fp32 or fp16 weights), and train_state.json when present.
+ModelBundle load_checkpoint(const std::filesystem::path& folder);
+
+// Restores the optimiser moments and the CPU random generator from train_state.safetensors.
+void load_optimizer_state(const std::filesystem::path& folder, models::SparseTransformer& model,
+                          torch::optim::AdamW& optimizer);
+
+// Writes the files of a checkpoint into `folder` (a staging folder; the caller commits it). With
+// `state` and `optimizer`, the training state too; fp16_weights halves model.safetensors.
+void write_checkpoint_files(const std::filesystem::path& folder, const models::ModelConfig& config,
+                            const nlohmann::json& training, models::SparseTransformer& model,
+                            const TrainState* state, const torch::optim::AdamW* optimizer,
+                            bool fp16_weights = false);
+
+// A training run's folder: checkpoints/step-NNNNNNNN/ plus latest.json.
+class RunFolder {
+ public:
+  explicit RunFolder(std::filesystem::path root);
+  const std::filesystem::path& root() const { return root_; }
+  // Writes a checkpoint for `step` through write_files(staging_folder), commits it atomically, records it in
+  // latest.json (and as best when is_best), then deletes checkpoints beyond the last keep_last plus the best.
+  // Returns the committed folder. On failure nothing already saved is touched.
+  std::filesystem::path commit(int64_t step, bool is_best, int keep_last,
+                               const std::function<void(const std::filesystem::path& staging)>& write_files);
+  std::optional<std::filesystem::path> latest() const;
+  std::optional<std::filesystem::path> best() const;
+  std::filesystem::path folder_for(int64_t step) const;
+
+ private:
+  void write_latest(const std::string& latest, const std::string& best) const;
+  void apply_retention(int keep_last) const;
+  std::filesystem::path root_;
+};
+
+}  // namespace stx::engine

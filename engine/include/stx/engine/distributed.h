@@ -1,0 +1,47 @@
+// Data-parallel training across processes through LibTorch's c10d: ProcessGroupGloo on CPU. We never
+// build our own communication layer; this only wires the standard environment variables to it.
+//
+//   RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT   (the same variables torchrun sets)
+//
+// Each process computes gradients on its share of the global batch; average_gradients() all-reduces them,
+// so every process takes the same optimiser step.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace stx::engine {
+
+struct DistributedSettings {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  // From RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; world_size 1 when WORLD_SIZE is unset. Throws
+  // stx::engine::Error for values out of range.
+  static DistributedSettings from_environment();
+};
+
+class DataParallel {
+ public:
+  // Connects to the others (rank 0 hosts the TCP store). Throws Error if they do not arrive in time.
+  explicit DataParallel(const DistributedSettings& settings);
+  ~DataParallel();
+  int rank() const;
+  int world_size() const;
+  // Sums every gradient over the processes and divides by world_size, in one flat all-reduce.
+  void average_gradients(const std::vector<at::Tensor>& parameters);
+  // Copies rank 0's tensors to everyone (the initial weights).
+  void broadcast(std::vector<at::Tensor>& tensors);
+  // Sum of `values` over the processes, element by element.
+  std::vector<double> sum(const std::vector<double>& values);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stx::engine

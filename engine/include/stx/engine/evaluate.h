@@ -1,0 +1,26 @@
+// Bits per byte of a model on a byte stream: the mean of -log2 p(byte | earlier bytes of its window).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "stx/models/sparse_transformer.h"
+
+namespace stx::engine {
+
+struct EvaluationResult {
+  double bits_per_byte = 0;
+  int64_t bytes = 0;    // bytes scored
+  int64_t windows = 0;
+};
+
+// Scores the stream in consecutive windows of `context` bytes aligned to records (evaluation_windows), each
+// conditioned only on its own earlier bytes; max_windows > 0 spreads that many windows over the stream.
+// Windows of equal length run `batch` at a time. Runs in eval mode without gradients and restores the
+// model's mode. Returns early with what was scored when *cancel becomes true.
+EvaluationResult evaluate_bits_per_byte(models::SparseTransformer& model, const std::vector<uint8_t>& stream,
+                                        int64_t context, int64_t record_bytes, int64_t max_windows = 0,
+                                        int64_t batch = 8, const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace stx::engine

@@ -1,0 +1,55 @@
+// What a running job tells whoever started it: plain value structs, no Qt, no torch.
+//
+// A job calls its EventSink from the thread it runs on. The CLI prints the events; the studio's worker
+// forwards them to the GUI thread through queued signals. A sink must return quickly.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <variant>
+
+namespace stx::engine {
+
+// Training made progress: after every optimiser step.
+struct TrainProgress {
+  int64_t step = 0;               // steps done
+  int64_t total_steps = 0;
+  double loss_bits_per_byte = 0;  // the training batch's mean loss, in bits per byte
+  double learning_rate = 0;
+  double tokens_per_second = 0;   // averaged over the last steps
+  double elapsed_seconds = 0;     // this run, excluding earlier runs that were resumed
+  double eta_seconds = 0;         // to total_steps at the current rate
+};
+
+// A validation pass finished.
+struct ValidationDone {
+  int64_t step = 0;
+  double bits_per_byte = 0;
+  bool is_best = false;
+};
+
+// A checkpoint was committed (renamed into place and recorded in latest.json).
+struct CheckpointSaved {
+  int64_t step = 0;
+  std::filesystem::path folder;
+};
+
+// A line for the log panel or the terminal.
+struct LogLine {
+  enum class Level { info, warning, error } level = Level::info;
+  std::string text;
+};
+
+// The job ended. `message` is the plain-words reason when it failed.
+struct JobEnded {
+  enum class Outcome { completed, cancelled, failed } outcome = Outcome::completed;
+  std::string message;
+  std::filesystem::path checkpoint;  // the last checkpoint written, if any
+};
+
+using Event = std::variant<TrainProgress, ValidationDone, CheckpointSaved, LogLine, JobEnded>;
+using EventSink = std::function<void(const Event&)>;
+
+}  // namespace stx::engine

@@ -1,0 +1,67 @@
+// Training: AdamW with linear warm-up then cosine decay, gradient clipping and accumulation, validation
+// bits/byte every K steps, checkpoints (keep last N plus best), exact resume, cooperative cancellation with a
+// final checkpoint, and data parallelism across processes.
+//
+//   stx::engine::TrainOptions options;
+//   options.model = stx::models::preset("text-small");
+//   options.data = "corpus/"; options.out = "runs/text";
+//   std::atomic<bool> cancel{false};
+//   stx::engine::JobEnded end = stx::engine::train(options, [](const stx::engine::Event& e) { ... }, cancel);
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+#include "stx/engine/distributed.h"
+#include "stx/engine/events.h"
+#include "stx/models/model_config.h"
+
+namespace stx::engine {
+
+struct TrainOptions {
+  models::ModelConfig model;                        // the architecture of a new run (ignored on resume)
+  std::filesystem::path data;                       // folder or file; on resume, empty means the recipe's
+  std::filesystem::path out;                        // run folder; on resume, empty means the resumed run's
+  std::optional<std::filesystem::path> resume;      // a run folder or a checkpoint folder
+
+  int64_t steps = 1000;          // total optimiser steps of the run (a resumed run continues up to this)
+  int64_t batch = 8;             // sequences per optimiser step, over all processes and accumulation steps
+  int64_t accumulation = 1;      // the batch is split in this many sequential micro-batches
+  double learning_rate = 3e-4;
+  double min_learning_rate_ratio = 0.1;  // cosine decay ends at learning_rate * this
+  int64_t warmup_steps = 100;
+  double weight_decay = 0.01;
+  double beta1 = 0.9, beta2 = 0.95;
+  double clip_norm = 1.0;        // <= 0 disables clipping
+  int64_t eval_every = 100;      // validation every K steps (and at every checkpoint); 0 = only at checkpoints
+  int64_t eval_windows = 32;     // validation windows per pass (0 = the whole split)
+  int64_t checkpoint_every = 500;
+  int keep_last = 3;
+  uint64_t seed = 1;             // weights, crops and dropout
+  double validation_fraction = 0.05;
+  bool deterministic = false;    // one thread: a resumed run then matches an uninterrupted one bit for bit
+  DistributedSettings distributed;
+
+  // Range checks; throws Error naming the option.
+  void validate() const;
+};
+
+// The training part of config.json: everything above except paths and the process layout.
+nlohmann::json recipe_to_json(const TrainOptions& options);
+// Fills the recipe fields of `options` from json (unknown keys ignored, missing keys keep their value).
+void recipe_from_json(const nlohmann::json& json, TrainOptions& options);
+
+// The learning rate at `step` (0-based): linear warm-up to learning_rate, then cosine decay to
+// learning_rate * min_learning_rate_ratio at `steps`.
+double learning_rate_at(const TrainOptions& options, int64_t step);
+
+// Runs the job on the calling thread and returns how it ended (also sent as the last event). Setting
+// `cancel` stops it after the current micro-batch; a final checkpoint is then written. Errors that a user
+// can fix end the job as failed with a plain message, not as an exception.
+JobEnded train(TrainOptions options, const EventSink& sink, const std::atomic<bool>& cancel);
+
+}  // namespace stx::engine

@@ -1,0 +1,98 @@
+// The training recipe: range checks, its JSON form in config.json, and the learning-rate schedule.
+#include <cmath>
+
+#include "stx/engine/error.h"
+#include "stx/engine/trainer.h"
+
+namespace stx::engine {
+
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw Error(message);
+}
+
+template <class T>
+void read(const nlohmann::json& json, const char* key, T& value) {
+  const auto it = json.find(key);
+  if (it == json.end()) return;
+  try {
+    value = it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(std::string("training.") + key + " has the wrong type (" + it->type_name() + ")");
+  }
+}
+
+}  // namespace
+
+void TrainOptions::validate() const {
+  require(steps >= 1 && steps <= 100'000'000, "--steps must be in [1, 100000000]");
+  require(batch >= 1 && batch <= 65536, "--batch must be in [1, 65536]");
+  require(accumulation >= 1 && batch % accumulation == 0,
+          "--accumulation must divide --batch (" + std::to_string(batch) + ")");
+  require(distributed.world_size >= 1 && (batch / accumulation) % distributed.world_size == 0,
+          "--batch / --accumulation (" + std::to_string(batch / accumulation) + ") must be a multiple of the " +
+              std::to_string(distributed.world_size) + " processes");
+  require(learning_rate > 0 && learning_rate < 1, "--lr must be in (0, 1)");
+  require(min_learning_rate_ratio >= 0 && min_learning_rate_ratio <= 1, "min_learning_rate_ratio must be in [0, 1]");
+  require(warmup_steps >= 0, "warmup_steps must be >= 0");
+  require(weight_decay >= 0 && weight_decay < 1, "weight_decay must be in [0, 1)");
+  require(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, "beta1 and beta2 must be in [0, 1)");
+  require(eval_every >= 0 && eval_windows >= 0, "eval_every and eval_windows must be >= 0");
+  require(checkpoint_every >= 1, "--checkpoint-every must be >= 1");
+  require(keep_last >= 1, "--keep must be >= 1");
+  require(validation_fraction > 0 && validation_fraction < 1, "validation_fraction must be in (0, 1)");
+}
+
+nlohmann::json recipe_to_json(const TrainOptions& o) {
+  return {{"data", o.data.string()},
+          {"steps", o.steps},
+          {"batch", o.batch},
+          {"accumulation", o.accumulation},
+          {"learning_rate", o.learning_rate},
+          {"min_learning_rate_ratio", o.min_learning_rate_ratio},
+          {"warmup_steps", o.warmup_steps},
+          {"weight_decay", o.weight_decay},
+          {"beta1", o.beta1},
+          {"beta2", o.beta2},
+          {"clip_norm", o.clip_norm},
+          {"eval_every", o.eval_every},
+          {"eval_windows", o.eval_windows},
+          {"checkpoint_every", o.checkpoint_every},
+          {"keep_last", o.keep_last},
+          {"seed", o.seed},
+          {"validation_fraction", o.validation_fraction}};
+}
+
+void recipe_from_json(const nlohmann::json& json, TrainOptions& o) {
+  if (!json.is_object()) throw Error("training: expected a JSON object");
+  std::string data = o.data.string();
+  read(json, "data", data);
+  o.data = data;
+  read(json, "steps", o.steps);
+  read(json, "batch", o.batch);
+  read(json, "accumulation", o.accumulation);
+  read(json, "learning_rate", o.learning_rate);
+  read(json, "min_learning_rate_ratio", o.min_learning_rate_ratio);
+  read(json, "warmup_steps", o.warmup_steps);
+  read(json, "weight_decay", o.weight_decay);
+  read(json, "beta1", o.beta1);
+  read(json, "beta2", o.beta2);
+  read(json, "clip_norm", o.clip_norm);
+  read(json, "eval_every", o.eval_every);
+  read(json, "eval_windows", o.eval_windows);
+  read(json, "checkpoint_every", o.checkpoint_every);
+  read(json, "keep_last", o.keep_last);
+  read(json, "seed", o.seed);
+  read(json, "validation_fraction", o.validation_fraction);
+}
+
+double learning_rate_at(const TrainOptions& o, int64_t step) {
+  if (step < o.warmup_steps) return o.learning_rate * static_cast<double>(step + 1) / static_cast<double>(o.warmup_steps);
+  const int64_t decay_steps = std::max<int64_t>(1, o.steps - o.warmup_steps);
+  const double progress = std::min(1.0, static_cast<double>(step - o.warmup_steps) / static_cast<double>(decay_steps));
+  const double floor = o.learning_rate * o.min_learning_rate_ratio;
+  return floor + (o.learning_rate - floor) * 0.5 * (1.0 + std::cos(M_PI * progress));
+}
+
+}  // namespace stx::engine

@@ -1,0 +1,356 @@
+// The training loop. One process, or one of several data-parallel processes: each draws its share of the
+// same global crops, the gradients are averaged, and every process takes the same step. Only rank 0
+// writes checkpoints and reports events.
+#include "stx/engine/trainer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/types.h>  // clip_grad.h uses torch::Tensor without including it
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+
+#include "stx/engine/checkpoint.h"
+#include "stx/engine/crops.h"
+#include "stx/engine/dataset.h"
+#include "stx/engine/error.h"
+#include "stx/engine/evaluate.h"
+
+namespace stx::engine {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+DataKind dataset_kind(models::DataKind kind) {
+  switch (kind) {
+    case models::DataKind::image: return DataKind::Image;
+    case models::DataKind::audio: return DataKind::Audio;
+    case models::DataKind::text: return DataKind::Text;
+  }
+  return DataKind::Text;
+}
+
+// Rates over the last steps, so the ETA follows the current speed rather than the start-up.
+class RateMeter {
+ public:
+  void add(double seconds, double tokens) {
+    window_.emplace_back(seconds, tokens);
+    seconds_ += seconds;
+    tokens_ += tokens;
+    if (window_.size() > 20) {
+      seconds_ -= window_.front().first;
+      tokens_ -= window_.front().second;
+      window_.pop_front();
+    }
+  }
+  double tokens_per_second() const { return seconds_ > 0 ? tokens_ / seconds_ : 0; }
+  double seconds_per_step() const { return window_.empty() ? 0 : seconds_ / static_cast<double>(window_.size()); }
+
+ private:
+  std::deque<std::pair<double, double>> window_;
+  double seconds_ = 0, tokens_ = 0;
+};
+
+// A message for an allocation failure: the size asked for, and what to change.
+[[noreturn]] void rethrow_out_of_memory(const std::string& what) {
+  throw Error("out of memory (" + what + "): try a smaller --batch, a shorter --context, or recompute: true");
+}
+
+struct Run {
+  TrainOptions options;
+  models::ModelConfig config;
+  nlohmann::json recipe;
+  models::SparseTransformer model{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  TrainState state;
+  Dataset data;
+  std::unique_ptr<DataParallel> parallel;
+  bool reporting = true;  // rank 0
+};
+
+void emit(const Run& run, const EventSink& sink, Event event) {
+  if (run.reporting && sink) sink(event);
+}
+
+void log(const Run& run, const EventSink& sink, const std::string& text, LogLine::Level level = LogLine::Level::info) {
+  emit(run, sink, LogLine{level, text});
+}
+
+// Builds the model and optimiser of a new run, or restores them from a checkpoint.
+void prepare(Run& run, const EventSink& sink) {
+  TrainOptions& o = run.options;
+  std::optional<ModelBundle> resumed;
+  if (o.resume) {
+    const fs::path folder = resolve_checkpoint(*o.resume);
+    resumed = load_checkpoint(folder);
+    if (!resumed->state) throw Error(folder.string() + ": holds no train_state.json, so it cannot be resumed");
+    // The recipe travels with the checkpoint; the caller's steps and paths win when given.
+    TrainOptions from_checkpoint = o;
+    recipe_from_json(resumed->training, from_checkpoint);
+    from_checkpoint.steps = o.steps;
+    if (!o.data.empty()) from_checkpoint.data = o.data;
+    if (o.out.empty()) from_checkpoint.out = folder.parent_path().parent_path();
+    o = from_checkpoint;
+    run.config = resumed->config;
+    run.state = *resumed->state;
+    log(run, sink, "resuming " + folder.string() + " at step " + std::to_string(run.state.step));
+  } else {
+    run.config = o.model;
+    run.state.seed = o.seed;
+  }
+  o.validate();
+  if (o.data.empty()) throw Error("no training data given (--data)");
+  if (o.out.empty()) throw Error("no output folder given (--out)");
+  if (!o.resume && RunFolder(o.out).latest()) {
+    throw Error(o.out.string() + " already holds a training run; use --resume " + o.out.string() +
+                " to continue it, or choose another --out");
+  }
+  run.recipe = recipe_to_json(o);
+  run.state.world_size = o.distributed.world_size;
+
+  at::manual_seed(o.seed);
+  run.model = models::SparseTransformer(run.config);
+  if (resumed) {
+    at::NoGradGuard no_grad;
+    auto source = resumed->model->named_parameters();
+    for (auto& item : run.model->named_parameters()) item.value().copy_(source[item.key()]);
+  }
+  auto adam = torch::optim::AdamWOptions(o.learning_rate).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay);
+  run.optimizer = std::make_unique<torch::optim::AdamW>(run.model->parameters(), adam);
+  if (resumed) load_optimizer_state(resumed->folder, run.model, *run.optimizer);
+}
+
+void load_data(Run& run, const EventSink& sink, const std::atomic<bool>& cancel) {
+  DatasetOptions d;
+  d.kind = dataset_kind(run.config.kind);
+  d.image = ImageShape{static_cast<int>(run.config.image_height), static_cast<int>(run.config.image_width),
+                       static_cast<int>(run.config.image_channels)};
+  d.validation_fraction = run.options.validation_fraction;
+  d.progress = [&cancel](size_t, size_t) { return !cancel.load(); };
+  run.data = open_dataset(run.options.data, d);
+  log(run, sink,
+      "data " + run.options.data.string() + ": " + std::to_string(run.data.train.size()) + " training bytes (" +
+          std::to_string(run.data.train_files.size()) + " files), " + std::to_string(run.data.validation.size()) +
+          " validation bytes (" + std::to_string(run.data.validation_files.size()) + " files)");
+  for (size_t i = 0; i < run.data.skipped.size() && i < 20; ++i) {
+    log(run, sink, "skipped " + run.data.skipped[i].file.string() + ": " + run.data.skipped[i].reason,
+        LogLine::Level::warning);
+  }
+  if (run.data.skipped.size() > 20) {
+    log(run, sink, std::to_string(run.data.skipped.size() - 20) + " more files skipped", LogLine::Level::warning);
+  }
+}
+
+double validate_now(Run& run, const std::atomic<bool>& cancel) {
+  if (run.data.validation.empty()) return std::nan("");
+  const EvaluationResult r = evaluate_bits_per_byte(run.model, run.data.validation, run.config.context,
+                                                    static_cast<int64_t>(run.data.record_bytes),
+                                                    run.options.eval_windows, 8, &cancel);
+  return r.bits_per_byte;
+}
+
+// Saves a checkpoint (rank 0). A failure is reported and training goes on: nothing saved before is lost.
+std::optional<fs::path> save(Run& run, const EventSink& sink, double elapsed_before) {
+  if (!run.reporting) return std::nullopt;
+  TrainState state = run.state;
+  state.train_seconds = elapsed_before;
+  const bool is_best = std::isfinite(state.last_bits_per_byte) && state.best_step == state.step;
+  try {
+    RunFolder folder(run.options.out);
+    const fs::path saved = folder.commit(state.step, is_best, run.options.keep_last, [&](const fs::path& staging) {
+      write_checkpoint_files(staging, run.config, run.recipe, run.model, &state, run.optimizer.get());
+    });
+    emit(run, sink, CheckpointSaved{state.step, saved});
+    return saved;
+  } catch (const Error& e) {
+    log(run, sink, "checkpoint at step " + std::to_string(state.step) + " was not saved: " + e.what(),
+        LogLine::Level::error);
+    return std::nullopt;
+  }
+}
+
+void record_validation(Run& run, const EventSink& sink, double bits_per_byte) {
+  if (!std::isfinite(bits_per_byte)) return;
+  run.state.last_bits_per_byte = bits_per_byte;
+  const bool best = bits_per_byte < run.state.best_bits_per_byte;
+  if (best) {
+    run.state.best_bits_per_byte = bits_per_byte;
+    run.state.best_step = run.state.step;
+  }
+  emit(run, sink, ValidationDone{run.state.step, bits_per_byte, best});
+}
+
+// One optimiser step over the global batch. Returns false when cancelled part-way (the step is dropped).
+bool train_step(Run& run, const CropSampler& crops, const std::atomic<bool>& cancel, double& loss_bits) {
+  const TrainOptions& o = run.options;
+  const int world = run.parallel ? run.parallel->world_size() : 1;
+  const int rank = run.parallel ? run.parallel->rank() : 0;
+  const int64_t micro_batch = o.batch / o.accumulation;  // over all processes
+  const int64_t local_batch = micro_batch / world;
+  const int64_t context = run.config.context;
+  run.optimizer->zero_grad();
+  double local_nats = 0;
+  at::Tensor bytes = at::empty({local_batch, context}, at::kByte);
+  for (int64_t micro = 0; micro < o.accumulation; ++micro) {
+    if (cancel.load() && !run.parallel) {
+      run.optimizer->zero_grad();
+      return false;
+    }
+    for (int64_t b = 0; b < local_batch; ++b) {
+      const int64_t index = run.state.samples_drawn + micro * micro_batch + rank * local_batch + b;
+      crops.copy(static_cast<uint64_t>(index), bytes[b].data_ptr<uint8_t>());
+    }
+    const at::Tensor targets = bytes.to(at::kLong);
+    const at::Tensor logits = run.model->forward(targets);
+    const at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, 256}), targets.reshape({-1}));
+    // Each micro-batch of each process weighs 1 / (accumulation * world) of the global mean.
+    (loss / static_cast<double>(o.accumulation)).backward();
+    local_nats += loss.item<double>() * static_cast<double>(local_batch * context);
+  }
+  std::vector<at::Tensor> params = run.model->parameters();
+  double nats = local_nats;
+  if (run.parallel) {
+    run.parallel->average_gradients(params);
+    nats = run.parallel->sum({local_nats})[0];
+  }
+  if (o.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, o.clip_norm);
+  const double lr = learning_rate_at(o, run.state.step);
+  for (auto& group : run.optimizer->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+  run.optimizer->step();
+  run.state.step += 1;
+  run.state.samples_drawn += o.batch;
+  loss_bits = nats / static_cast<double>(o.batch * context) / std::log(2.0);
+  return true;
+}
+
+// Everyone stops together: the processes agree on whether any was asked to stop.
+bool agreed_cancel(Run& run, const std::atomic<bool>& cancel) {
+  if (!run.parallel) return cancel.load();
+  return run.parallel->sum({cancel.load() ? 1.0 : 0.0})[0] > 0;
+}
+
+JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& cancel) {
+  const TrainOptions& o = run.options;
+  const int threads_before = at::get_num_threads();
+  if (o.deterministic) at::set_num_threads(1);
+  struct RestoreThreads {
+    int n;
+    ~RestoreThreads() { at::set_num_threads(n); }
+  } restore{threads_before};
+
+  load_data(run, sink, cancel);
+  if (cancel.load()) return JobEnded{JobEnded::Outcome::cancelled, "cancelled while reading the data", {}};
+  const CropSampler crops(run.data.train, static_cast<size_t>(run.config.context), run.data.record_bytes,
+                          run.state.seed);
+  if (run.parallel) {
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> weights;
+    for (const at::Tensor& p : run.model->parameters()) weights.push_back(p.detach());
+    run.parallel->broadcast(weights);
+  }
+  log(run, sink,
+      "model " + run.config.name + ": " + std::to_string(run.model->parameter_count()) + " parameters, context " +
+          std::to_string(run.config.context) + ", " + kernels::to_string(run.config.pattern) + " attention");
+
+  run.model->train();
+  const auto start = Clock::now();
+  const double seconds_before = run.state.train_seconds;
+  RateMeter meter;
+  std::optional<fs::path> last_saved;
+  bool cancelled = false;
+  while (run.state.step < o.steps) {
+    if (agreed_cancel(run, cancel)) {
+      cancelled = true;
+      break;
+    }
+    const auto step_start = Clock::now();
+    double loss_bits = 0;
+    if (!train_step(run, crops, cancel, loss_bits)) {
+      cancelled = true;
+      break;
+    }
+    if (!std::isfinite(loss_bits)) {
+      throw Error("the loss became " + std::to_string(loss_bits) + " at step " + std::to_string(run.state.step) +
+                  ": try a lower --lr");
+    }
+    meter.add(seconds_since(step_start), static_cast<double>(o.batch * run.config.context));
+    TrainProgress progress;
+    progress.step = run.state.step;
+    progress.total_steps = o.steps;
+    progress.loss_bits_per_byte = loss_bits;
+    progress.learning_rate = learning_rate_at(o, run.state.step - 1);
+    progress.tokens_per_second = meter.tokens_per_second();
+    progress.elapsed_seconds = seconds_since(start);
+    progress.eta_seconds = meter.seconds_per_step() * static_cast<double>(o.steps - run.state.step);
+    emit(run, sink, progress);
+
+    const bool checkpoint_due = run.state.step % o.checkpoint_every == 0 || run.state.step == o.steps;
+    const bool eval_due = (o.eval_every > 0 && run.state.step % o.eval_every == 0) || checkpoint_due;
+    if (eval_due) record_validation(run, sink, validate_now(run, cancel));
+    if (checkpoint_due) last_saved = save(run, sink, seconds_before + seconds_since(start));
+  }
+  const double total_seconds = seconds_before + seconds_since(start);
+  if (cancelled) {
+    // The final checkpoint of a cancelled run, unless the last step was just saved.
+    if (!last_saved || last_saved->filename() != RunFolder(o.out).folder_for(run.state.step).filename()) {
+      last_saved = save(run, sink, total_seconds);
+    }
+    return JobEnded{JobEnded::Outcome::cancelled, "stopped at step " + std::to_string(run.state.step),
+                    last_saved.value_or(fs::path())};
+  }
+  if (run.reporting && !last_saved) {
+    return JobEnded{JobEnded::Outcome::failed, "training finished but the final checkpoint could not be saved", {}};
+  }
+  return JobEnded{JobEnded::Outcome::completed,
+                  "finished " + std::to_string(run.state.step) + " steps in " + std::to_string(total_seconds) + " s",
+                  last_saved.value_or(fs::path())};
+}
+
+}  // namespace
+
+JobEnded train(TrainOptions options, const EventSink& sink, const std::atomic<bool>& cancel) {
+  Run run;
+  run.options = std::move(options);
+  run.reporting = run.options.distributed.rank == 0;
+  JobEnded end;
+  try {
+    prepare(run, sink);
+    if (run.options.distributed.world_size > 1) {
+      run.parallel = std::make_unique<DataParallel>(run.options.distributed);
+    }
+    end = run_training(run, sink, cancel);
+  } catch (const Error& e) {
+    end = JobEnded{JobEnded::Outcome::failed, e.what(), {}};
+  } catch (const models::ConfigError& e) {
+    end = JobEnded{JobEnded::Outcome::failed, e.what(), {}};
+  } catch (const std::bad_alloc&) {
+    end = JobEnded{JobEnded::Outcome::failed,
+                   "out of memory: try a smaller --batch, a shorter --context, or recompute: true", {}};
+  } catch (const c10::Error& e) {
+    const std::string text = e.what_without_backtrace();
+    if (text.find("alloc") != std::string::npos) {
+      try {
+        rethrow_out_of_memory(text.substr(0, text.find('\n')));
+      } catch (const Error& oom) {
+        end = JobEnded{JobEnded::Outcome::failed, oom.what(), {}};
+      }
+    } else {
+      end = JobEnded{JobEnded::Outcome::failed, "LibTorch: " + text.substr(0, text.find('\n')), {}};
+    }
+  }
+  if (sink) sink(end);
+  return end;
+}
+
+}  // namespace stx::engine

@@ -1,0 +1,91 @@
+// Fixtures for the engine suites, made by the tests themselves: a fresh temporary folder, a tiny model
+// config, and a small text corpus.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "stx/engine/trainer.h"
+#include "stx/models/model_config.h"
+
+namespace stx::test {
+
+class TempFolder {
+ public:
+  TempFolder() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("stx-engine-test-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_text(const std::filesystem::path& file, const std::string& text) {
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream out(file, std::ios::binary);
+  out << text;
+}
+
+// A corpus a tiny model can learn: short sentences from a small vocabulary, in two files.
+inline std::filesystem::path make_text_corpus(const std::filesystem::path& folder, size_t bytes_per_file = 3000) {
+  const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "far"};
+  std::mt19937 rng(5);
+  for (const char* name : {"one.txt", "two.txt"}) {
+    std::string text;
+    while (text.size() < bytes_per_file) {
+      text += words[rng() % 10];
+      text += rng() % 5 == 0 ? ".\n" : " ";
+    }
+    write_text(folder / name, text);
+  }
+  return folder;
+}
+
+inline models::ModelConfig tiny_text_config(int64_t context = 64) {
+  models::ModelConfig c;
+  c.name = "tiny-text";
+  c.kind = models::DataKind::text;
+  c.context = context;
+  c.d_model = 32;
+  c.layers = 2;
+  c.heads = 2;
+  c.d_ff = 64;
+  c.pattern = kernels::Pattern::fixed;
+  c.stride = 16;
+  c.summary = 4;
+  c.block = 16;
+  return c;
+}
+
+inline engine::TrainOptions tiny_train_options(const std::filesystem::path& data, const std::filesystem::path& out) {
+  engine::TrainOptions o;
+  o.model = tiny_text_config();
+  o.data = data;
+  o.out = out;
+  o.steps = 6;
+  o.batch = 4;
+  o.learning_rate = 3e-3;
+  o.warmup_steps = 2;
+  o.eval_every = 0;
+  o.eval_windows = 4;
+  o.checkpoint_every = 1000;
+  o.validation_fraction = 0.5;
+  return o;
+}
+
+}  // namespace stx::test

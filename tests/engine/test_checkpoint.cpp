@@ -1,0 +1,144 @@
+// Checkpoint folders: round trip, and every way a checkpoint on disk can disagree with itself.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "engine_test_support.h"
+#include "stx/engine/atomic_file.h"
+#include "stx/engine/checkpoint.h"
+#include "stx/engine/error.h"
+#include "stx/engine/safetensors.h"
+
+namespace {
+
+using namespace stx::engine;
+namespace fs = std::filesystem;
+
+fs::path save_tiny(const fs::path& folder, bool fp16 = false) {
+  at::manual_seed(1);
+  stx::models::SparseTransformer model(stx::test::tiny_text_config());
+  fs::create_directories(folder);
+  write_checkpoint_files(folder, model->config(), {{"steps", 10}}, model, nullptr, nullptr, fp16);
+  return folder;
+}
+
+void expect_error(const fs::path& folder, const std::string& needle) {
+  try {
+    load_checkpoint(folder);
+    ADD_FAILURE() << "loaded a bad checkpoint; expected an error mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+// Rewrites model.safetensors with `edit` applied to its tensors.
+void rewrite_weights(const fs::path& folder, const std::function<void(std::vector<TensorWrite>&)>& edit) {
+  const SafetensorsFile file = SafetensorsFile::open(folder / "model.safetensors");
+  std::vector<TensorWrite> tensors;
+  std::vector<std::vector<uint8_t>> copies;
+  copies.reserve(file.tensors().size());
+  for (const TensorInfo& t : file.tensors()) {
+    copies.emplace_back(file.data(t), file.data(t) + t.nbytes());
+    tensors.push_back(TensorWrite{t.name, t.dtype, t.shape, copies.back().data(), t.nbytes()});
+  }
+  edit(tensors);
+  write_safetensors(folder / "model.safetensors", tensors);
+}
+
+TEST(Checkpoint, RoundTripGivesTheSameModel) {
+  stx::test::TempFolder tmp;
+  save_tiny(tmp / "m");
+  at::manual_seed(1);
+  stx::models::SparseTransformer original(stx::test::tiny_text_config());
+  ModelBundle loaded = load_checkpoint(tmp / "m");
+  EXPECT_EQ(stx::models::to_json(loaded.config), stx::models::to_json(original->config()));
+  EXPECT_EQ(loaded.training["steps"], 10);
+  EXPECT_FALSE(loaded.state.has_value());
+  EXPECT_EQ(loaded.weights_hash.size(), 16u);
+  const at::Tensor bytes = at::randint(0, 256, {2, 50}, at::kLong);
+  at::NoGradGuard no_grad;
+  EXPECT_TRUE(at::equal(loaded.model->forward(bytes), original->forward(bytes)));
+}
+
+TEST(Checkpoint, Fp16WeightsLoadWithinHalfPrecision) {
+  stx::test::TempFolder tmp;
+  save_tiny(tmp / "m", /*fp16=*/true);
+  at::manual_seed(1);
+  stx::models::SparseTransformer original(stx::test::tiny_text_config());
+  const ModelBundle loaded = load_checkpoint(tmp / "m");
+  const auto a = loaded.model->named_parameters();
+  for (const auto& item : original->named_parameters()) {
+    EXPECT_TRUE(at::allclose(a[item.key()], item.value(), 1e-3, 1e-4)) << item.key();
+  }
+}
+
+TEST(Checkpoint, AConfigThatDisagreesWithTheTensorsIsRefused) {
+  stx::test::TempFolder tmp;
+  const fs::path folder = save_tiny(tmp / "m");
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(folder / "config.json"));
+  config["d_ff"] = 96;
+  write_file_atomic(folder / "config.json", config.dump());
+  expect_error(folder, "shape");
+}
+
+TEST(Checkpoint, AMissingTensorIsNamed) {
+  stx::test::TempFolder tmp;
+  const fs::path folder = save_tiny(tmp / "m");
+  rewrite_weights(folder, [](std::vector<TensorWrite>& t) { t.pop_back(); });
+  expect_error(folder, "missing");
+}
+
+TEST(Checkpoint, AnExtraTensorIsRefused) {
+  stx::test::TempFolder tmp;
+  const fs::path folder = save_tiny(tmp / "m");
+  static const float extra[2] = {1, 2};
+  rewrite_weights(folder, [](std::vector<TensorWrite>& t) {
+    t.push_back(TensorWrite{"surprise.weight", DType::F32, {2}, extra, sizeof extra});
+  });
+  expect_error(folder, "surprise.weight");
+}
+
+TEST(Checkpoint, NaNWeightsAreRefused) {
+  stx::test::TempFolder tmp;
+  const fs::path folder = save_tiny(tmp / "m");
+  rewrite_weights(folder, [](std::vector<TensorWrite>& t) {
+    float* values = static_cast<float*>(const_cast<void*>(t.front().data));
+    values[3] = std::nanf("");
+  });
+  expect_error(folder, "NaN");
+}
+
+TEST(Checkpoint, AnIntegerWeightTensorIsRefused) {
+  stx::test::TempFolder tmp;
+  const fs::path folder = save_tiny(tmp / "m");
+  rewrite_weights(folder, [](std::vector<TensorWrite>& t) { t.front().dtype = DType::I32; });
+  expect_error(folder, "dtype");
+}
+
+TEST(Checkpoint, TruncatedWeightsAndBrokenJsonNameTheFile) {
+  stx::test::TempFolder tmp;
+  const fs::path folder = save_tiny(tmp / "m");
+  fs::resize_file(folder / "model.safetensors", fs::file_size(folder / "model.safetensors") - 10);
+  expect_error(folder, "model.safetensors");
+  const fs::path other = save_tiny(tmp / "n");
+  write_file_atomic(other / "config.json", "{\"name\": ");
+  expect_error(other, "config.json");
+}
+
+TEST(Checkpoint, ResolveFindsModelAndRunFoldersAndExplainsOtherwise) {
+  stx::test::TempFolder tmp;
+  save_tiny(tmp / "m");
+  EXPECT_EQ(resolve_checkpoint(tmp / "m"), tmp / "m");
+  fs::create_directories(tmp / "nothing");
+  EXPECT_THROW(resolve_checkpoint(tmp / "nothing"), Error);
+  EXPECT_THROW(resolve_checkpoint(tmp / "absent"), Error);
+  // latest.json may only point inside its own run.
+  fs::create_directories(tmp / "run");
+  write_file_atomic(tmp / "run" / "latest.json", R"({"latest": "../../etc"})");
+  EXPECT_THROW(resolve_checkpoint(tmp / "run"), Error);
+}
+
+}  // namespace

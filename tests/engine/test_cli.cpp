@@ -1,0 +1,184 @@
+// The stx CLI end to end on tiny runs: train, info, eval, layout --png, data-parallel training with two
+// Gloo processes, and the one-line errors with their exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "engine_test_support.h"
+#include "stx/engine/checkpoint.h"
+
+#ifdef STX_CLI_PATH
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result stx(const stx::test::TempFolder& tmp, const std::string& arguments) {
+  const std::string command = std::string(STX_CLI_PATH) + " " + arguments + " >" + (tmp / "out.txt").string() +
+                              " 2>" + (tmp / "err.txt").string() + " </dev/null";
+  const int raw = std::system(command.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = slurp(tmp / "out.txt");
+  r.err = slurp(tmp / "err.txt");
+  return r;
+}
+
+size_t lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+fs::path write_config(const stx::test::TempFolder& tmp) {
+  nlohmann::json config = stx::models::to_json(stx::test::tiny_text_config());
+  config["training"] = {{"learning_rate", 3e-3}, {"warmup_steps", 2}, {"eval_windows", 4}, {"validation_fraction", 0.5}};
+  const fs::path file = tmp / "tiny.json";
+  std::ofstream(file) << config.dump(2);
+  return file;
+}
+
+TEST(Cli, TrainInfoEvalOnATinyRun) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  const fs::path config = write_config(tmp);
+  const std::string run = (tmp / "run").string();
+  Result r = stx(tmp, "train --config " + config.string() + " --data " + data.string() + " --out " + run +
+                          " --steps 8 --batch 4 --checkpoint-every 4");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("finished 8 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("step 8/8"), std::string::npos) << r.err;   // the progress line
+  EXPECT_NE(r.err.find("ETA"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(tmp / "run" / "latest.json"));
+  EXPECT_TRUE(fs::exists(tmp / "run" / "checkpoints" / "step-00000004" / "model.safetensors"));
+
+  r = stx(tmp, "info --model " + run);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("tiny-text"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("8 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fixed l=16 c=4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bits/byte"), std::string::npos) << r.out;
+  r = stx(tmp, "info --json --model " + run);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto card = nlohmann::json::parse(r.out);
+  EXPECT_EQ(card["training_steps"], 8);
+  EXPECT_EQ(card["context"], 64);
+
+  r = stx(tmp, "eval --json --model " + run + " --data " + data.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto result = nlohmann::json::parse(r.out);
+  EXPECT_GT(result["bits_per_byte"].get<double>(), 0.5);
+  EXPECT_LT(result["bits_per_byte"].get<double>(), 8.5);
+  EXPECT_EQ(result["bytes"].get<uintmax_t>(), fs::file_size(data / "one.txt") + fs::file_size(data / "two.txt"));
+
+  // Resuming continues to the new total and says where it started.
+  r = stx(tmp, "train --resume " + run + " --steps 10");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("at step 8"), std::string::npos) << r.err;
+  EXPECT_EQ(stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "run")).state->step, 10);
+}
+
+TEST(Cli, BadInputGetsOneLineAndANonZeroExit) {
+  stx::test::TempFolder tmp;
+  const fs::path config = write_config(tmp);
+  const std::string base = "train --config " + config.string() + " --out " + (tmp / "run").string();
+
+  Result r = stx(tmp, base + " --data " + (tmp / "missing").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find((tmp / "missing").string()), std::string::npos) << r.err;
+
+  fs::create_directories(tmp / "empty");
+  r = stx(tmp, base + " --data " + (tmp / "empty").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("empty"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "run")) << "a failed run left files behind";
+
+  r = stx(tmp, base + " --data " + (tmp / "empty").string() + " --steps -3");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+
+  r = stx(tmp, "train --preset nope --data x --out y");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+
+  r = stx(tmp, "eval --model " + (tmp / "nowhere").string() + " --data " + (tmp / "empty").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+
+  // A corrupt checkpoint: the message names the file.
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  ASSERT_EQ(stx(tmp, base + " --data " + data.string() + " --steps 2").status, 0);
+  const fs::path checkpoint = stx::engine::resolve_checkpoint(tmp / "run");
+  fs::resize_file(checkpoint / "model.safetensors", 100);
+  r = stx(tmp, "info --model " + (tmp / "run").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("model.safetensors"), std::string::npos) << r.err;
+}
+
+TEST(Cli, LayoutDrawsTheConnectivityMatrixAsAPng) {
+  stx::test::TempFolder tmp;
+  const fs::path png = tmp / "fixed.png";
+  const Result r = stx(tmp, "layout --pattern fixed --n 300 --stride 30 --c 5 --png " + png.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string bytes = slurp(png);
+  ASSERT_GT(bytes.size(), 40u);
+  EXPECT_EQ(bytes.substr(1, 3), "PNG");
+  EXPECT_NE(bytes.find("tEXt"), std::string::npos);
+  // IHDR holds the width and height: one pixel per position up to 1024.
+  const auto be32 = [&](size_t at) {
+    return (uint32_t(uint8_t(bytes[at])) << 24) | (uint32_t(uint8_t(bytes[at + 1])) << 16) |
+           (uint32_t(uint8_t(bytes[at + 2])) << 8) | uint32_t(uint8_t(bytes[at + 3]));
+  };
+  EXPECT_EQ(be32(16), 300u);
+  EXPECT_EQ(be32(20), 300u);
+}
+
+// Two Gloo processes with the same global batch follow the one-process run: same crops, averaged
+// gradients, so the same weights up to the order of floating-point sums.
+TEST(Cli, TwoGlooProcessesMatchOneProcess) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  const fs::path config = write_config(tmp);
+  const std::string common = "train --config " + config.string() + " --data " + data.string() +
+                             " --steps 6 --batch 4 --deterministic --quiet";
+  Result one = stx(tmp, common + " --out " + (tmp / "one").string());
+  ASSERT_EQ(one.status, 0) << one.err;
+  Result two = stx(tmp, common + " --nproc 2 --out " + (tmp / "two").string());
+  ASSERT_EQ(two.status, 0) << two.err;
+  const auto a = stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "one"));
+  const auto b = stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "two"));
+  ASSERT_EQ(b.state->step, 6);
+  EXPECT_EQ(b.state->world_size, 2);
+  EXPECT_NEAR(a.state->last_bits_per_byte, b.state->last_bits_per_byte, 1e-4);
+  auto pb = b.model->named_parameters();
+  double largest = 0;
+  for (const auto& item : a.model->named_parameters()) {
+    largest = std::max(largest, (item.value() - pb[item.key()]).abs().max().item<double>());
+  }
+  EXPECT_LT(largest, 1e-4) << "weights of the one- and two-process runs differ by " << largest;
+  // They did move: the runs trained.
+  at::manual_seed(1);
+  stx::models::SparseTransformer fresh(stx::test::tiny_text_config());
+  EXPECT_GT((fresh->named_parameters()["blocks.0.qkv.weight"] - a.model->named_parameters()["blocks.0.qkv.weight"])
+                .abs().max().item<double>(), 1e-4);
+}
+
+}  // namespace
+
+#endif  // STX_CLI_PATH

@@ -1,0 +1,175 @@
+// The trainer: a tiny model overfits a tiny corpus, the schedule, events, cancellation with a final
+// checkpoint, exact resume, and retention of checkpoints.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "engine_test_support.h"
+#include "stx/engine/checkpoint.h"
+#include "stx/engine/trainer.h"
+
+namespace {
+
+using namespace stx::engine;
+namespace fs = std::filesystem;
+
+struct Recorder {
+  std::vector<TrainProgress> progress;
+  std::vector<ValidationDone> validations;
+  std::vector<CheckpointSaved> saved;
+  std::vector<std::string> logs;
+  void operator()(const Event& e) {
+    if (auto* p = std::get_if<TrainProgress>(&e)) progress.push_back(*p);
+    if (auto* v = std::get_if<ValidationDone>(&e)) validations.push_back(*v);
+    if (auto* s = std::get_if<CheckpointSaved>(&e)) saved.push_back(*s);
+    if (auto* l = std::get_if<LogLine>(&e)) logs.push_back(l->text);
+  }
+};
+
+TEST(Trainer, LearningRateWarmsUpThenDecaysToTheFloor) {
+  TrainOptions o;
+  o.learning_rate = 1e-3;
+  o.min_learning_rate_ratio = 0.1;
+  o.warmup_steps = 10;
+  o.steps = 110;
+  EXPECT_NEAR(learning_rate_at(o, 0), 1e-4, 1e-12);
+  EXPECT_NEAR(learning_rate_at(o, 9), 1e-3, 1e-12);
+  EXPECT_NEAR(learning_rate_at(o, 60), 0.55e-3, 1e-9);  // half-way down the cosine
+  EXPECT_NEAR(learning_rate_at(o, 110), 1e-4, 1e-12);
+  for (int64_t s = 10; s < 110; ++s) EXPECT_LE(learning_rate_at(o, s + 1), learning_rate_at(o, s) + 1e-15);
+}
+
+TEST(Trainer, ATinyModelOverfitsATinyCorpus) {
+  stx::test::TempFolder tmp;
+  // 500 bytes of random words per file: too random to generalise, small enough to learn by heart.
+  const fs::path data = stx::test::make_text_corpus(tmp / "data", 500);
+  TrainOptions o = stx::test::tiny_train_options(data, tmp / "run");
+  o.model.d_model = 64;
+  o.model.d_ff = 128;
+  o.model.context = 128;  // few bytes of each crop lack the context that identifies their place
+  o.steps = 400;
+  o.batch = 8;
+  o.learning_rate = 3e-3;
+  o.warmup_steps = 20;
+  o.eval_every = 100;
+  o.eval_windows = 8;
+  o.checkpoint_every = 400;
+  Recorder events;
+  std::atomic<bool> cancel{false};
+  const JobEnded end = train(o, std::ref(events), cancel);
+  ASSERT_EQ(end.outcome, JobEnded::Outcome::completed) << end.message;
+  ASSERT_EQ(events.progress.size(), 400u);
+  EXPECT_GT(events.progress.front().loss_bits_per_byte, 6.0);  // about log2(256) = 8 at the start
+  // Ten words in random order cost about 3.3 bits per word to anyone who has not memorised the text.
+  EXPECT_LT(events.progress.back().loss_bits_per_byte, 0.5);
+  EXPECT_GT(events.progress.back().tokens_per_second, 0);
+  EXPECT_EQ(events.saved.size(), 1u);
+  ASSERT_EQ(events.validations.size(), 4u);
+  EXPECT_LT(events.validations.front().bits_per_byte, 6.0);  // it learnt the words before memorising
+
+  const ModelBundle bundle = load_checkpoint(resolve_checkpoint(tmp / "run"));
+  ASSERT_TRUE(bundle.state.has_value());
+  EXPECT_EQ(bundle.state->step, 400);
+  EXPECT_EQ(bundle.state->samples_drawn, 400 * 8);
+  EXPECT_NEAR(bundle.state->last_bits_per_byte, events.validations.back().bits_per_byte, 1e-12);
+}
+
+// Runs to `steps`, cancelling once `cancel_after` steps are done (0 = never).
+JobEnded run_until(TrainOptions o, int64_t cancel_after) {
+  std::atomic<bool> cancel{false};
+  auto sink = [&](const Event& e) {
+    if (auto* p = std::get_if<TrainProgress>(&e); p && cancel_after > 0 && p->step >= cancel_after) cancel = true;
+  };
+  return train(std::move(o), sink, cancel);
+}
+
+void expect_same_weights(const fs::path& a, const fs::path& b) {
+  const ModelBundle x = load_checkpoint(a), y = load_checkpoint(b);
+  const auto px = x.model->named_parameters(), py = y.model->named_parameters();
+  for (const auto& item : px) {
+    ASSERT_TRUE(at::equal(item.value(), py[item.key()])) << item.key() << " differs";
+  }
+}
+
+TEST(Trainer, CancelWritesAFinalCheckpointAndResumeIsExact) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  TrainOptions o = stx::test::tiny_train_options(data, tmp / "straight");
+  o.deterministic = true;
+  o.model.dropout = 0.1;  // dropout draws random numbers: the generator state must resume too
+  o.accumulation = 2;
+  ASSERT_EQ(run_until(o, 0).outcome, JobEnded::Outcome::completed);
+
+  TrainOptions first = o;
+  first.out = tmp / "interrupted";
+  const JobEnded stopped = run_until(first, 3);
+  ASSERT_EQ(stopped.outcome, JobEnded::Outcome::cancelled) << stopped.message;
+  ASSERT_FALSE(stopped.checkpoint.empty());
+  EXPECT_EQ(load_checkpoint(stopped.checkpoint).state->step, 3);
+
+  TrainOptions resumed;
+  resumed.resume = tmp / "interrupted";
+  resumed.steps = o.steps;
+  resumed.deterministic = true;
+  const JobEnded end = run_until(resumed, 0);
+  ASSERT_EQ(end.outcome, JobEnded::Outcome::completed) << end.message;
+  expect_same_weights(resolve_checkpoint(tmp / "straight"), resolve_checkpoint(tmp / "interrupted"));
+}
+
+TEST(Trainer, RetentionKeepsTheLastNPlusTheBest) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  TrainOptions o = stx::test::tiny_train_options(data, tmp / "run");
+  o.checkpoint_every = 1;
+  o.keep_last = 2;
+  o.steps = 5;
+  Recorder events;
+  std::atomic<bool> cancel{false};
+  ASSERT_EQ(train(o, std::ref(events), cancel).outcome, JobEnded::Outcome::completed);
+  ASSERT_EQ(events.saved.size(), 5u);
+  RunFolder run(tmp / "run");
+  ASSERT_TRUE(run.best().has_value());
+  std::set<fs::path> expected = {run.folder_for(4), run.folder_for(5), *run.best()};
+  std::set<fs::path> present;
+  for (const auto& entry : fs::directory_iterator(tmp / "run" / "checkpoints")) present.insert(entry.path());
+  EXPECT_EQ(present, expected);
+  EXPECT_EQ(*run.latest(), run.folder_for(5));
+}
+
+TEST(Trainer, BadInputEndsTheJobWithAPlainMessage) {
+  stx::test::TempFolder tmp;
+  std::atomic<bool> cancel{false};
+  TrainOptions o = stx::test::tiny_train_options(tmp / "missing", tmp / "run");
+  JobEnded end = train(o, {}, cancel);
+  EXPECT_EQ(end.outcome, JobEnded::Outcome::failed);
+  EXPECT_NE(end.message.find((tmp / "missing").string()), std::string::npos) << end.message;
+  EXPECT_FALSE(fs::exists(tmp / "run" / "latest.json"));
+
+  fs::create_directories(tmp / "empty");
+  o.data = tmp / "empty";
+  end = train(o, {}, cancel);
+  EXPECT_EQ(end.outcome, JobEnded::Outcome::failed);
+  EXPECT_NE(end.message.find("empty"), std::string::npos) << end.message;
+
+  // A corpus shorter than the context cannot give one crop.
+  stx::test::write_text(tmp / "short" / "a.txt", "tiny");
+  stx::test::write_text(tmp / "short" / "b.txt", "text");
+  o.data = tmp / "short";
+  end = train(o, {}, cancel);
+  EXPECT_EQ(end.outcome, JobEnded::Outcome::failed);
+  EXPECT_FALSE(fs::exists(tmp / "run" / "latest.json"));
+
+  // An existing run is never overwritten by a new one.
+  o.data = stx::test::make_text_corpus(tmp / "data");
+  ASSERT_EQ(train(o, {}, cancel).outcome, JobEnded::Outcome::completed);
+  end = train(o, {}, cancel);
+  EXPECT_EQ(end.outcome, JobEnded::Outcome::failed);
+  EXPECT_NE(end.message.find("--resume"), std::string::npos) << end.message;
+}
+
+}  // namespace
