@@ -313,7 +313,8 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
     return JobEnded{JobEnded::Outcome::failed, "training finished but the final checkpoint could not be saved", {}};
   }
   return JobEnded{JobEnded::Outcome::completed,
-                  "finished " + std::to_string(run.state.step) + " steps in " + std::to_string(total_seconds) + " s",
+                  "finished " + std::to_string(run.state.step) + " steps in " +
+                      std::to_string(std::lround(seconds_since(start))) + " s",
                   last_saved.value_or(fs::path())};
 }
 
