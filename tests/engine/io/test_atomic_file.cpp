@@ -1,5 +1,10 @@
 // Atomic writes, whole-file reads and staging folders: what a user relies on when a save fails.
 #include <gtest/gtest.h>
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -69,6 +74,23 @@ template <typename Action>
 
 bool running_as_root() { return ::geteuid() == 0; }
 
+// Root ignores folder permissions, and CI runs as root: there the read-only scenarios run in a child
+// process that has dropped to the unprivileged uid/gid 65534. Returns true when `expect_refusal`
+// returned true in whichever process ran it.
+bool refused_without_privileges(const std::function<bool()>& expect_refusal) {
+  if (!running_as_root()) return expect_refusal();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(90);
+    }
+    ::_exit(expect_refusal() ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 // chmod 0555: entries can be listed but none created, renamed or removed.
 constexpr fs::perms kReadOnlyFolder = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
                                       fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec;
@@ -129,12 +151,14 @@ TEST_F(AtomicFileTest, PathThatIsAFolderFailsAndKeepsTheFolder) {
 }
 
 TEST_F(AtomicFileTest, ReadOnlyFolderFailsCleanlyAndKeepsOldFile) {
-  if (running_as_root()) GTEST_SKIP() << "root ignores folder permissions; run as a normal user to test this";
   stx::engine::write_file_atomic(folder_ / "a.txt", "old");
   fs::permissions(folder_, kReadOnlyFolder);
 
-  EXPECT_TRUE(ThrowsErrorContaining([&] { stx::engine::write_file_atomic(folder_ / "a.txt", "new"); },
-                                    "cannot write " + (folder_ / "a.txt").string() + ": Permission denied"));
+  EXPECT_TRUE(refused_without_privileges([&] {
+    return static_cast<bool>(
+        ThrowsErrorContaining([&] { stx::engine::write_file_atomic(folder_ / "a.txt", "new"); },
+                              "cannot write " + (folder_ / "a.txt").string() + ": Permission denied"));
+  }));
   fs::permissions(folder_, fs::perms::owner_all);
   EXPECT_EQ(contents(folder_ / "a.txt"), "old");
   EXPECT_EQ(entries(), std::vector<std::string>{"a.txt"});
@@ -293,10 +317,11 @@ TEST_F(AtomicFileTest, StagingDirectoryInMissingFolderNamesTarget) {
 }
 
 TEST_F(AtomicFileTest, StagingDirectoryInReadOnlyFolderFailsCleanly) {
-  if (running_as_root()) GTEST_SKIP() << "root ignores folder permissions; run as a normal user to test this";
   fs::permissions(folder_, kReadOnlyFolder);
-  EXPECT_TRUE(
-      ThrowsErrorContaining([&] { StagingDirectory staging(folder_ / "step-1"); }, "Permission denied"));
+  EXPECT_TRUE(refused_without_privileges([&] {
+    return static_cast<bool>(
+        ThrowsErrorContaining([&] { StagingDirectory staging(folder_ / "step-1"); }, "Permission denied"));
+  }));
   fs::permissions(folder_, fs::perms::owner_all);
   EXPECT_TRUE(entries().empty());
 }
