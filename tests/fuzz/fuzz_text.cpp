@@ -23,23 +23,29 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path& scratch_folder() {
-  static const fs::path folder = [] {
+// A fresh folder per input, removed before returning: libFuzzer ends runs with _Exit, so nothing at exit
+// would clean up after it.
+class ScratchFolder {
+ public:
+  ScratchFolder() {
     std::string pattern = (fs::temp_directory_path() / "stx-fuzz-text-XXXXXX").string();
     if (!mkdtemp(pattern.data())) std::abort();
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(scratch_folder(), ec);
-    });
-    return fs::path(pattern);
-  }();
-  return folder;
-}
+    path_ = pattern;
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
 
 void fuzz_text_folder(const uint8_t* data, size_t size) {
   if (size == 0) return;
-  const fs::path& folder = scratch_folder();
-  for (const auto& entry : fs::directory_iterator(folder)) fs::remove_all(entry.path());
+  const ScratchFolder scratch;
+  const fs::path& folder = scratch.path();
 
   std::vector<std::vector<uint8_t>> documents(1);
   for (size_t i = 1; i < size; ++i) {
