@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/init.h>
@@ -52,6 +54,54 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// Mixed precision on CUDA: weights stay fp32 while autocast runs the matmuls (and so q, k, v and the
+// attention kernels) in bf16 or fp16; layer norm and the loss stay fp32. LibTorch 2.4 renamed the API.
+class AutocastScope {
+ public:
+  AutocastScope(bool enable, at::ScalarType dtype) : enabled_(enable) {
+    if (!enabled_) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    was_on_ = at::autocast::is_autocast_enabled(at::kCUDA);
+    previous_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, dtype);
+#else
+    was_on_ = at::autocast::is_enabled();
+    previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
+    at::autocast::set_enabled(true);
+    at::autocast::set_autocast_gpu_dtype(dtype);
+#endif
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(at::kCUDA, was_on_);
+    at::autocast::set_autocast_dtype(at::kCUDA, previous_dtype_);
+#else
+    at::autocast::set_enabled(was_on_);
+    at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+#endif
+    if (!was_on_) at::autocast::clear_cache();
+  }
+  // The dtype autocast runs CUDA matmuls in right now, or Undefined when it is off.
+  static at::ScalarType active() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    return at::autocast::is_autocast_enabled(at::kCUDA) ? at::autocast::get_autocast_dtype(at::kCUDA)
+                                                        : at::ScalarType::Undefined;
+#else
+    return at::autocast::is_enabled() ? at::autocast::get_autocast_gpu_dtype() : at::ScalarType::Undefined;
+#endif
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool enabled_;
+  bool was_on_ = false;
+  at::ScalarType previous_dtype_ = at::kFloat;
+};
+
+
 // Recomputation (the paper's "gradient checkpointing"): the forward keeps only the block input; the
 // backward runs the branch again with the graph on and differentiates it. Dropout masks are reproduced
 // by restoring the CPU generator's state from before the first run.
@@ -61,6 +111,8 @@ class RecomputedBranch : public torch::autograd::Function<RecomputedBranch> {
                             at::TensorList parameters) {
     ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
     ctx->saved_data["rng"] = at::detail::getDefaultCPUGenerator().get_state();
+    // The backward runs on autograd's thread, outside the caller's autocast scope: remember it.
+    ctx->saved_data["autocast"] = static_cast<int64_t>(AutocastScope::active());
     ctx->save_for_backward({h});
     (void)parameters;  // inputs only so that autograd routes their gradients through backward()
     at::NoGradGuard no_grad;
@@ -76,6 +128,8 @@ class RecomputedBranch : public torch::autograd::Function<RecomputedBranch> {
     at::Tensor out;
     {
       at::AutoGradMode grad_mode(true);
+      const auto autocast_dtype = static_cast<at::ScalarType>(ctx->saved_data["autocast"].toInt());
+      AutocastScope autocast(autocast_dtype != at::ScalarType::Undefined, autocast_dtype);
       out = block->branch(h);
     }
     generator.set_state(state_now);
@@ -173,6 +227,8 @@ at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
   const at::Tensor start = at::full({batch, 1}, 256, tokens.options());
   const at::Tensor inputs = at::cat({start, tokens.narrow(1, 0, length - 1)}, 1);
 
+  const bool mixed = config_.precision != Precision::fp32 && bytes.is_cuda();
+  AutocastScope autocast(mixed, config_.precision == Precision::bf16 ? at::kBFloat16 : at::kHalf);
   at::Tensor h = embed(inputs, 0);
   for (auto& block : block_list) {
     if (config_.recompute && is_training() && at::GradMode::is_enabled()) {
@@ -182,7 +238,7 @@ at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
       h = h + block->branch(h);
     }
   }
-  return head(h);
+  return head(h).to(at::kFloat);  // logits in fp32 whatever the activations were
 }
 
 int64_t SparseTransformerImpl::parameter_count() const {
