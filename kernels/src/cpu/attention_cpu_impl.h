@@ -23,6 +23,8 @@ namespace {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kLazyRescale = 8.0f;  // forward: see the online softmax below
+constexpr int kMaxGroups = 128 / W;   // groups of W queries in the largest block
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -30,6 +32,7 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // part of one (batch, head).
 struct WorkItem {
   int32_t batch, head, part, lane, block;
+  int32_t lanes = 0;  // forward of a columns part: the item is every block of lanes lane .. lane + lanes - 1
 };
 
 // Items of part `part` of every head that has one; heads have 1 or 2 parts.
@@ -70,9 +73,25 @@ LaneRows lane_rows(const void* data, const Strides& s, const WorkItem& w, const 
 }
 
 // dst[d][r] = scale * row r's element d, for d < D and r < count; columns count..ld-1 zeroed.
+// Whole W x W tiles go through registers (transpose_tile); the ragged edges element by element.
 void pack_transposed(float* dst, int64_t ld, const LaneRows& src, int64_t first, int64_t count, int64_t d,
                      float scale) {
-  for (int64_t r = 0; r < count; ++r) {
+  const int64_t full_rows = count / W * W, full_cols = d / W * W;
+  for (int64_t r0 = 0; r0 < full_rows; r0 += W) {
+    for (int64_t e0 = 0; e0 < full_cols; e0 += W) {
+      vfloat x[W];
+#pragma GCC unroll 16
+      for (int i = 0; i < W; ++i) x[i] = load(src.row(first + r0 + i) + e0);
+      transpose_tile(x);
+#pragma GCC unroll 16
+      for (int i = 0; i < W; ++i) store(dst + (e0 + i) * ld + r0, x[i] * scale);
+    }
+    for (int64_t r = r0; r < r0 + W; ++r) {
+      const float* row = src.row(first + r);
+      for (int64_t e = full_cols; e < d; ++e) dst[e * ld + r] = row[e] * scale;
+    }
+  }
+  for (int64_t r = full_rows; r < count; ++r) {
     const float* row = src.row(first + r);
     for (int64_t e = 0; e < d; ++e) dst[e * ld + r] = row[e] * scale;
   }
@@ -86,14 +105,30 @@ struct RowOperand {
   const float* data;
   int64_t ld;
 };
+// Rows of a columns view (step l) are also copied: they sit l rows apart, usually a multiple of 4 KiB,
+// so in place every row of a block maps to the same few L1 sets and the block cannot stay cached
+// while the gemm tiles re-read it.
 RowOperand rows_operand(const LaneRows& src, int64_t first, int64_t count, int64_t d, int64_t dp,
                         float* scratch) {
-  if (d == dp) return RowOperand{src.row(first), src.row_stride()};
+  if (d == dp && src.step == 1) return RowOperand{src.row(first), src.row_stride()};
   for (int64_t r = 0; r < count; ++r) {
     std::memcpy(scratch + r * dp, src.row(first + r), sizeof(float) * d);
     std::fill(scratch + r * dp + d, scratch + (r + 1) * dp, 0.0f);
   }
   return RowOperand{scratch, dp};
+}
+
+// dst[0:d] = src[0:d], dst[d:dp] = 0: one row, inline. The empty asm keeps GCC from turning the loop
+// into a call to memcpy, which for rows of a few hundred bytes costs more than the copy.
+inline void copy_row(float* __restrict dst, const float* __restrict src, int64_t d, int64_t dp) {
+  int64_t e = 0;
+  for (; e + W <= d; e += W) {
+    vfloat x = load(src + e);
+    asm("" : "+v"(x));
+    store(dst + e, x);
+  }
+  for (; e < d; ++e) dst[e] = src[e];
+  for (; e < dp; ++e) dst[e] = 0.0f;
 }
 
 // Bits of lane i of a vector: 1 << i, for turning W mask bits into a vector condition.
@@ -122,6 +157,7 @@ void apply_mask(float* t, int64_t ld, const uint64_t* mask, int64_t words, int64
 // Per-thread scratch tiles for block B and padded head dim dp.
 struct Scratch {
   std::vector<float> qt, dot, s, ds, acc, acc2, m, l, alpha, lse2, delta, rows_a, rows_b, k_rows;
+  std::vector<float> stage;  // forward_lanes: a group of lanes' q, k and v
   Scratch(int64_t block, int64_t dp)
       : qt(dp * block), dot(dp * block), s(block * block), ds(block * block), acc(block * dp), acc2(block * dp),
         m(block), l(block), alpha(block), lse2(block), delta(block), rows_a(block * dp), rows_b(block * dp),
@@ -131,55 +167,101 @@ struct Scratch {
 // ---------------------------------------------------------------------------------------------------
 // Forward: for each query block, an online softmax over its listed key blocks. The tile is held
 // transposed, s^T = k q^T (keys x queries), so k and v are read in place and the softmax statistics
-// are vectors over the block's queries.
+// are vectors over the block's queries. A columns part is first staged lane by lane into contiguous
+// memory (forward_lanes), then computed the same way.
 
-void forward_item(const ForwardParams& p, const WorkItem& w, Scratch& t, bool first_part) {
-  const Layout& layout = *p.layout;
-  const LayoutPart& part = layout.head(w.head).parts[w.part];
+// Where the forward finds one lane's rows: in the tensors themselves, or in a thread's staging copy.
+// Row index r of the lane is q.row(r) ..., out + r * out_step and lse[r * lse_step].
+struct ForwardRows {
+  LaneRows q, k, v;
+  float* out;
+  int64_t out_step;
+  float* lse;
+  int64_t lse_step;
+};
+
+// Query block `block` of one lane of a part (lane_len rows in that lane).
+void forward_block(const ForwardParams& p, const LayoutPart& part, int64_t lane_len, int64_t block,
+                   const ForwardRows& io, Scratch& t, bool first_part) {
   const int64_t B = part.block, D = p.head_dim, dp = round_up(D, W);
-  const int64_t lane_len = part.lane_length(w.lane, layout.n);
-  const int64_t q0 = int64_t{w.block} * B, rows = std::min(B, lane_len - q0);
-
-  const LaneRows q = lane_rows(p.q, p.q_stride, w, part);
-  const LaneRows k = lane_rows(p.k, p.k_stride, w, part);
-  const LaneRows v = lane_rows(p.v, p.v_stride, w, part);
-  pack_transposed(t.qt.data(), B, q, q0, rows, D, p.scale * kLog2e);  // scores come out in base 2
+  const int64_t q0 = block * B, rows = std::min(B, lane_len - q0);
+  const LaneRows& k = io.k;
+  const LaneRows& v = io.v;
+  // The out rows are written at the end: start their read-for-ownership now, behind the products.
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < D; b += 64 / static_cast<int64_t>(sizeof(float)))
+      __builtin_prefetch(io.out + (q0 + r) * io.out_step + b, 1, 3);
+  pack_transposed(t.qt.data(), B, io.q, q0, rows, D, p.scale * kLog2e);  // scores come out in base 2
   std::fill(t.acc.begin(), t.acc.end(), 0.0f);
   std::fill(t.m.begin(), t.m.end(), kNegInf);
   std::fill(t.l.begin(), t.l.end(), 0.0f);
-  float* out_base = static_cast<float*>(p.out) + w.batch * p.out_stride.batch + w.head * p.out_stride.head;
-  float* lse_base = p.lse + (int64_t{w.batch} * p.heads + w.head) * layout.n;
   if (!first_part) {
     // Continue the earlier part's softmax: its normalised state is m = lse (base 2), l = 1, acc = out.
     // The parts' key sets are disjoint, so this is exact, and no per-row merge is needed.
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t pos = part.position(w.lane, q0 + r);
-      if (lse_base[pos] == kNegInf) continue;
-      t.m[r] = lse_base[pos] * kLog2e;
+      const float lse = io.lse[(q0 + r) * io.lse_step];
+      if (lse == kNegInf) continue;
+      t.m[r] = lse * kLog2e;
       t.l[r] = 1.0f;
-      std::memcpy(t.acc.data() + r * dp, out_base + pos * p.out_stride.seq, sizeof(float) * D);
+      copy_row(t.acc.data() + r * dp, io.out + (q0 + r) * io.out_step, D, D);
     }
   }
 
-  for (int64_t e = part.row_begin[w.block]; e < part.row_begin[w.block + 1]; ++e) {
+  for (int64_t e = part.row_begin[block]; e < part.row_begin[block + 1]; ++e) {
     const int64_t k0 = int64_t{part.row_key[e]} * B, keys = std::min(B, lane_len - k0);
     if (keys <= 0) continue;  // a shorter lane can end before a block that the longest lane has
+    // Key rows [lo[g], hi[g]) of the block that the g-th group of W queries attends. A partial block
+    // often leaves a whole group a corner of keys it never attends (the strided band's first and
+    // diagonal blocks are triangles): those rows are skipped in both products and the softmax.
+    const int64_t groups = (rows + W - 1) / W;
+    int64_t lo[kMaxGroups], hi[kMaxGroups];
+    bool split = false;
+    const int32_t mask = part.row_mask[e];
+    const uint64_t* mt = mask >= 0 ? part.mask_transposed(mask) : nullptr;
+    if (mt) {
+      int64_t kept = 0;
+      for (int64_t g = 0; g < groups; ++g) {
+        lo[g] = keys;
+        hi[g] = 0;
+        const int64_t word = g * W >> 6, shift = g * W & 63;
+        for (int64_t c = 0; c < keys; ++c)
+          if ((mt[c * part.mask_words + word] >> shift) & ((uint64_t{1} << W) - 1)) {
+            lo[g] = std::min(lo[g], c);
+            hi[g] = c + 1;
+          }
+        if (lo[g] >= hi[g]) lo[g] = hi[g] = 0;
+        kept += hi[g] - lo[g];
+      }
+      split = kept < keys * groups;
+    }
+    if (!split)
+      for (int64_t g = 0; g < groups; ++g) lo[g] = 0, hi[g] = keys;
     // s^T = k q^T   (keys x B)
-    gemm<false>(keys, B, D, k.row(k0), k.row_stride(), 1, t.qt.data(), B, t.s.data(), B);
-    if (part.row_mask[e] >= 0)
-      apply_mask(t.s.data(), B, part.mask_transposed(part.row_mask[e]), part.mask_words, keys, B);
-    for (int64_t j = 0; j < B; j += W) {
+    if (!split) {
+      gemm<false>(keys, B, D, k.row(k0), k.row_stride(), 1, t.qt.data(), B, t.s.data(), B);
+    } else {
+      for (int64_t g = 0; g < groups; ++g)
+        if (hi[g] > lo[g])
+          gemm<false>(hi[g] - lo[g], W, D, k.row(k0 + lo[g]), k.row_stride(), 1, t.qt.data() + g * W, B,
+                      t.s.data() + lo[g] * B + g * W, B);
+    }
+    if (mt) apply_mask(t.s.data(), B, mt, part.mask_words, keys, groups * W);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t j = g * W;
       vfloat mx = splat(kNegInf);
-      for (int64_t c = 0; c < keys; ++c) {
+      for (int64_t c = lo[g]; c < hi[g]; ++c) {
         const vfloat sc = load(t.s.data() + c * B + j);
         mx = sc > mx ? sc : mx;
       }
+      // The reference m moves only when the block's maximum exceeds it by more than kLazyRescale:
+      // p = exp2(s - m) then stays below 2^kLazyRescale, harmless in fp32, and most blocks leave every
+      // row's alpha at exactly 1, so the acc rows need no rescaling.
       const vfloat m_old = load(t.m.data() + j);
-      const vfloat m_new = mx > m_old ? mx : m_old;
+      const vfloat m_new = mx > m_old + kLazyRescale ? mx : m_old;
       // A query with nothing attended yet keeps shift 0, so exp2(-inf - 0) = 0 and no NaN appears.
       const vfloat shift = m_new == kNegInf ? vfloat{} : m_new;
       vfloat sum = vfloat{};
-      for (int64_t c = 0; c < keys; ++c) {
+      for (int64_t c = lo[g]; c < hi[g]; ++c) {
         const vfloat pc = exp2v(load(t.s.data() + c * B + j) - shift);
         store(t.s.data() + c * B + j, pc);
         sum += pc;
@@ -197,17 +279,115 @@ void forward_item(const ForwardParams& p, const WorkItem& w, Scratch& t, bool fi
     }
     // acc += p v = (p^T)^T v   (rows x dp)
     const RowOperand vr = rows_operand(v, k0, keys, D, dp, t.rows_a.data());
-    gemm<true>(rows, dp, keys, t.s.data(), 1, B, vr.data, vr.ld, t.acc.data(), dp);
+    if (!split) {
+      gemm<true>(rows, dp, keys, t.s.data(), 1, B, vr.data, vr.ld, t.acc.data(), dp);
+    } else {
+      for (int64_t g = 0; g < groups; ++g)
+        if (hi[g] > lo[g])
+          gemm<true>(std::min<int64_t>(W, rows - g * W), dp, hi[g] - lo[g], t.s.data() + lo[g] * B + g * W, 1, B,
+                     vr.data + lo[g] * vr.ld, vr.ld, t.acc.data() + g * W * dp, dp);
+    }
   }
 
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t pos = part.position(w.lane, q0 + r);
-    float* out = out_base + pos * p.out_stride.seq;
+    float* out = io.out + (q0 + r) * io.out_step;
     const float* acc = t.acc.data() + r * dp;
     const float inv = t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f;
-    for (int64_t d = 0; d < D; ++d) out[d] = acc[d] * inv;
-    lse_base[pos] = t.l[r] > 0.0f ? kLn2 * (t.m[r] + std::log2(t.l[r])) : kNegInf;
+    int64_t d = 0;
+    for (; d + W <= D; d += W) store(out + d, load(acc + d) * inv);
+    for (; d < D; ++d) out[d] = acc[d] * inv;
+    io.lse[(q0 + r) * io.lse_step] = t.l[r] > 0.0f ? kLn2 * (t.m[r] + std::log2(t.l[r])) : kNegInf;
   }
+}
+
+float* out_of_head(const ForwardParams& p, const WorkItem& w) {
+  return static_cast<float*>(p.out) + w.batch * p.out_stride.batch + w.head * p.out_stride.head;
+}
+float* lse_of_head(const ForwardParams& p, const WorkItem& w) {
+  return p.lse + (int64_t{w.batch} * p.heads + w.head) * p.layout->n;
+}
+
+// One query block, read and written in place.
+void forward_item(const ForwardParams& p, const WorkItem& w, Scratch& t, bool first_part) {
+  const LayoutPart& part = p.layout->head(w.head).parts[w.part];
+  const ForwardRows io{lane_rows(p.q, p.q_stride, w, part),
+                       lane_rows(p.k, p.k_stride, w, part),
+                       lane_rows(p.v, p.v_stride, w, part),
+                       out_of_head(p, w) + w.lane * p.out_stride.seq,
+                       part.step * p.out_stride.seq,
+                       lse_of_head(p, w) + w.lane,
+                       part.step};
+  forward_block(p, part, part.lane_length(w.lane, p.layout->n), w.block, io, t, first_part);
+}
+
+// Every block of lanes w.lane .. w.lane + w.lanes - 1 of a columns part. Their rows are l apart in
+// the tensors, usually a multiple of 4 KiB: read in place, all rows of a block fall in the same few
+// cache sets and no hardware prefetcher follows them, so each is a miss taken with little overlap.
+// Instead the group's q, k and v rows are first staged lane by lane into contiguous memory, reading
+// the tensors in runs of w.lanes consecutive rows. out and lse, touched once per row, stay in place.
+void forward_lanes(const ForwardParams& p, const WorkItem& w, Scratch& t, bool first_part) {
+  const LayoutPart& part = p.layout->head(w.head).parts[w.part];
+  const int64_t n = p.layout->n, D = p.head_dim, dp = round_up(D, W), G = w.lanes;
+  const int64_t L = part.lane_length(w.lane, n);  // the group's first lane is its longest
+  const int64_t lane_floats = L * dp;
+  t.stage.resize(static_cast<size_t>(3 * G * lane_floats));
+  float* sq = t.stage.data();
+  float* sk = sq + G * lane_floats;
+  float* sv = sk + G * lane_floats;
+  // Position lane + j * step of lane g = w.lane + g; a lane past its length ends the run (lanes
+  // further on are no longer). One tensor at a time, each a sequence of runs of G rows.
+  auto stage_in = [&](float* dst, const void* data, const Strides& st) {
+    const float* src = static_cast<const float*>(data) + w.batch * st.batch + w.head * st.head;
+    for (int64_t j = 0; j < L; ++j)
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t pos = part.position(w.lane + g, j);
+        if (pos >= n) break;
+        copy_row(dst + g * lane_floats + j * dp, src + pos * st.seq, D, dp);
+      }
+  };
+  stage_in(sq, p.q, p.q_stride);
+  stage_in(sk, p.k, p.k_stride);
+  stage_in(sv, p.v, p.v_stride);
+  for (int64_t g = 0; g < G; ++g) {
+    const int64_t lane = w.lane + g, len = part.lane_length(lane, n);
+    const ForwardRows io{LaneRows{sq + g * lane_floats, dp, 0, 1},
+                         LaneRows{sk + g * lane_floats, dp, 0, 1},
+                         LaneRows{sv + g * lane_floats, dp, 0, 1},
+                         out_of_head(p, w) + lane * p.out_stride.seq,
+                         part.step * p.out_stride.seq,
+                         lse_of_head(p, w) + lane,
+                         part.step};
+    for (int64_t block = 0; block * part.block < len; ++block) forward_block(p, part, len, block, io, t, first_part);
+  }
+}
+
+// The forward's items of part `part`: one per query block of a natural part, one per group of lanes
+// of a columns part, sized so that the group's staged rows stay in the L2 cache.
+std::vector<WorkItem> forward_work_items(const Layout& layout, int64_t batch, int part, int64_t dp) {
+  constexpr int64_t kStageBytes = 512 * 1024, kMaxStageBytes = 4 * 1024 * 1024, kMaxLanes = 16;
+  std::vector<WorkItem> items;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int h = 0; h < layout.num_heads(); ++h) {
+      const HeadLayout& hl = layout.head(h);
+      if (part >= static_cast<int>(hl.parts.size())) continue;
+      const LayoutPart& lp = hl.parts[part];
+      const int64_t lane_bytes = 3 * dp * lp.length * static_cast<int64_t>(sizeof(float));
+      if (lp.step == 1 || lane_bytes > kMaxStageBytes) {
+        // In place, one item per query block: natural rows are consecutive, and a columns part whose
+        // lanes are too long to stage has a small l, so its rows are not far apart either.
+        for (int64_t lane = 0; lane < lp.lanes; ++lane) {
+          const int64_t blocks = (lp.lane_length(lane, layout.n) + lp.block - 1) / lp.block;
+          for (int64_t blk = 0; blk < blocks; ++blk)
+            items.push_back({static_cast<int32_t>(b), h, part, static_cast<int32_t>(lane), static_cast<int32_t>(blk)});
+        }
+        continue;
+      }
+      const int64_t group = std::clamp<int64_t>(kStageBytes / lane_bytes, 1, kMaxLanes);
+      for (int64_t lane = 0; lane < lp.lanes; lane += group)
+        items.push_back({static_cast<int32_t>(b), h, part, static_cast<int32_t>(lane), 0,
+                         static_cast<int32_t>(std::min(group, lp.lanes - lane))});
+    }
+  return items;
 }
 
 }  // namespace
@@ -216,12 +396,15 @@ void forward(const ForwardParams& p) {
   const Layout& layout = *p.layout;
   const int64_t B = layout.block, dp = round_up(p.head_dim, W);
   for (int part = 0; part < max_parts(layout); ++part) {
-    const std::vector<WorkItem> items = work_items(layout, p.batch, part);
+    const std::vector<WorkItem> items = forward_work_items(layout, p.batch, part, dp);
 #pragma omp parallel
     {
       Scratch t(B, dp);
 #pragma omp for schedule(dynamic, 1)
-      for (size_t i = 0; i < items.size(); ++i) forward_item(p, items[i], t, part == 0);
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].lanes > 0) forward_lanes(p, items[i], t, part == 0);
+        else forward_item(p, items[i], t, part == 0);
+      }
     }
   }
 }

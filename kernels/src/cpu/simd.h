@@ -18,7 +18,19 @@ typedef float vfloat_u __attribute__((vector_size(STX_VEC_BYTES), aligned(4)));
 
 inline vfloat load(const float* p) { return *reinterpret_cast<const vfloat_u*>(p); }
 inline void store(float* p, vfloat v) { *reinterpret_cast<vfloat_u*>(p) = v; }
-inline vfloat splat(float x) { return vfloat{} + x; }
+// Written lane by lane, not as vfloat{} + x: 0 + x is not x for x = -0, so GCC must keep that add
+// (and broadcast from a register); this form becomes a plain broadcast that folds into an FMA's memory
+// operand ({1to16}), which in the gemm tiles halves the uops competing with the FMAs.
+// (A lane loop does not do it either: inside the gemm tiles GCC inserts the lanes one by one.)
+inline vfloat splat(float x) {
+#if STX_VEC_BYTES == 64
+  return vfloat{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+#elif STX_VEC_BYTES == 32
+  return vfloat{x, x, x, x, x, x, x, x};
+#else
+  return vfloat{x, x, x, x};
+#endif
+}
 
 inline float reduce_max(vfloat v) {
   float m = v[0];
@@ -29,6 +41,32 @@ inline float reduce_sum(vfloat v) {
   float s = 0.0f;
   for (int i = 0; i < W; ++i) s += v[i];
   return s;
+}
+
+// In-place transpose of a W x W tile held as W row vectors: log2(W) rounds of two-source shuffles;
+// the round of distance s swaps the off-diagonal s x s sub-blocks of every 2s x 2s block.
+template <int S>
+inline vint shuffle_mask(bool high) {
+  vint m;
+  for (int k = 0; k < W; ++k) m[k] = (k & S) == 0 ? k + (high ? S : 0) : W + k - (high ? 0 : S);
+  return m;
+}
+template <int S>
+inline void transpose_round(vfloat* x) {
+  const vint lo = shuffle_mask<S>(false), hi = shuffle_mask<S>(true);
+#pragma GCC unroll 16
+  for (int i = 0; i < W; ++i)
+    if ((i & S) == 0) {
+      const vfloat a = x[i], b = x[i + S];
+      x[i] = __builtin_shuffle(a, b, lo);
+      x[i + S] = __builtin_shuffle(a, b, hi);
+    }
+}
+inline void transpose_tile(vfloat* x) {
+  transpose_round<1>(x);
+  transpose_round<2>(x);
+  if constexpr (W > 4) transpose_round<4>(x);
+  if constexpr (W > 8) transpose_round<8>(x);
 }
 
 // 2^t for t <= ~0 (scores minus their running maximum); 0 below 2^-126, so -inf maps to exactly 0.
