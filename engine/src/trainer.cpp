@@ -13,6 +13,7 @@
 #include <cmath>
 #include <deque>
 
+#include "stx/engine/allocator.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/crops.h"
 #include "stx/engine/dataset.h"
@@ -321,6 +322,7 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
 }  // namespace
 
 JobEnded train(TrainOptions options, const EventSink& sink, const std::atomic<bool>& cancel) {
+  reuse_freed_memory();
   Run run;
   run.options = std::move(options);
   run.reporting = run.options.distributed.rank == 0;
