@@ -96,7 +96,7 @@ void run(const TrainBenchOptions& o) {
   const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   omp_set_num_threads(threads);
-  engine::reuse_freed_memory();  // as the trainer does
+  engine::reuse_freed_memory(!o.recompute);  // as the trainer does
   std::printf("stx-bench train: one training step (forward + backward + AdamW), d_model %lld, %lld layers, %lld heads, "
               "batch %lld, l=%lld c=%lld, block %d%s, %d LibTorch threads\n",
               static_cast<long long>(o.d_model), static_cast<long long>(o.layers), static_cast<long long>(o.heads),

@@ -322,13 +322,13 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
 }  // namespace
 
 JobEnded train(TrainOptions options, const EventSink& sink, const std::atomic<bool>& cancel) {
-  reuse_freed_memory();
   Run run;
   run.options = std::move(options);
   run.reporting = run.options.distributed.rank == 0;
   JobEnded end;
   try {
     prepare(run, sink);
+    reuse_freed_memory(!run.config.recompute);
     if (run.options.distributed.world_size > 1) {
       run.parallel = std::make_unique<DataParallel>(run.options.distributed);
     }

@@ -5,9 +5,11 @@
 
 namespace stx::engine {
 
-// Makes this process keep freed memory for reuse: no mmap() for large blocks and no trimming of the
-// heap below 2 GB of free space. Peak resident memory grows a little (about 15% at context 12,288),
-// steps get faster. Called by train() and the training benchmark; harmless to call twice.
-void reuse_freed_memory();
+// With `reuse` on, this process keeps freed memory for reuse: no mmap() for large blocks and no trimming
+// of the heap below 2 GB of free space. Steps get faster, and peak memory grows: about 15% at context
+// 12,288, but 2.3 GB -> 5.8 GB for a recomputed model at 65,536, where the heap fragments. So train()
+// turns it on only for models without recomputation (recompute means memory matters most), and off
+// (glibc's defaults) otherwise. The training benchmark does the same.
+void reuse_freed_memory(bool reuse);
 
 }  // namespace stx::engine
