@@ -11,20 +11,12 @@
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/dataset.h"
 #include "stx/engine/evaluate.h"
+#include "stx/engine/model_data.h"
 
 namespace stx::cli {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-engine::DataKind dataset_kind(models::DataKind kind) {
-  switch (kind) {
-    case models::DataKind::image: return engine::DataKind::Image;
-    case models::DataKind::audio: return engine::DataKind::Audio;
-    case models::DataKind::text: return engine::DataKind::Text;
-  }
-  return engine::DataKind::Text;
-}
 
 std::string describe_attention(const models::ModelConfig& c) {
   std::string text = kernels::to_string(c.pattern);
@@ -65,11 +57,7 @@ int run_eval_command(const EvalOptions& o) {
   require_between("--batch", o.batch, 1, 4096);
   engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
   const models::ModelConfig& c = bundle.config;
-  engine::DatasetOptions d;
-  d.kind = dataset_kind(c.kind);
-  d.image = engine::ImageShape{static_cast<int>(c.image_height), static_cast<int>(c.image_width),
-                               static_cast<int>(c.image_channels)};
-  engine::Dataset data = engine::open_dataset(o.data, d);
+  engine::Dataset data = engine::open_dataset(o.data, engine::dataset_options_for(c));
   for (const auto& skipped : data.skipped) {
     std::cerr << "stx eval: skipped " << skipped.file.string() << ": " << skipped.reason << "\n";
   }

@@ -19,6 +19,7 @@
 #include "stx/engine/dataset.h"
 #include "stx/engine/error.h"
 #include "stx/engine/evaluate.h"
+#include "stx/engine/model_data.h"
 
 namespace stx::engine {
 namespace fs = std::filesystem;
@@ -29,15 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-DataKind dataset_kind(models::DataKind kind) {
-  switch (kind) {
-    case models::DataKind::image: return DataKind::Image;
-    case models::DataKind::audio: return DataKind::Audio;
-    case models::DataKind::text: return DataKind::Text;
-  }
-  return DataKind::Text;
 }
 
 // Rates over the last steps, so the ETA follows the current speed rather than the start-up.
@@ -61,9 +53,9 @@ class RateMeter {
   double seconds_ = 0, tokens_ = 0;
 };
 
-// A message for an allocation failure: the size asked for, and what to change.
-[[noreturn]] void rethrow_out_of_memory(const std::string& what) {
-  throw Error("out of memory (" + what + "): try a smaller --batch, a shorter --context, or recompute: true");
+// A message for an allocation failure: what LibTorch asked for, and what to change.
+std::string out_of_memory_message(const std::string& what) {
+  return "out of memory (" + what + "): try a smaller --batch, a shorter --context, or recompute: true";
 }
 
 struct Run {
@@ -131,10 +123,7 @@ void prepare(Run& run, const EventSink& sink) {
 }
 
 void load_data(Run& run, const EventSink& sink, const std::atomic<bool>& cancel) {
-  DatasetOptions d;
-  d.kind = dataset_kind(run.config.kind);
-  d.image = ImageShape{static_cast<int>(run.config.image_height), static_cast<int>(run.config.image_width),
-                       static_cast<int>(run.config.image_channels)};
+  DatasetOptions d = dataset_options_for(run.config);
   d.validation_fraction = run.options.validation_fraction;
   d.progress = [&cancel](size_t, size_t) { return !cancel.load(); };
   run.data = open_dataset(run.options.data, d);
@@ -343,11 +332,7 @@ JobEnded train(TrainOptions options, const EventSink& sink, const std::atomic<bo
   } catch (const c10::Error& e) {
     const std::string text = e.what_without_backtrace();
     if (text.find("alloc") != std::string::npos) {
-      try {
-        rethrow_out_of_memory(text.substr(0, text.find('\n')));
-      } catch (const Error& oom) {
-        end = JobEnded{JobEnded::Outcome::failed, oom.what(), {}};
-      }
+      end = JobEnded{JobEnded::Outcome::failed, out_of_memory_message(text.substr(0, text.find('\n'))), {}};
     } else {
       end = JobEnded{JobEnded::Outcome::failed, "LibTorch: " + text.substr(0, text.find('\n')), {}};
     }

@@ -100,6 +100,26 @@ void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   TORCH_CHECK(q.is_cuda() || q.scalar_type() == at::kFloat, "sparse_attention: CPU tensors must be float32");
 }
 
+// The fields the forward and backward params share: inputs, shapes, dtype, device and layout.
+template <class Params>
+void describe_inputs(Params& p, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const DeviceScope& scope, const kernels::Layout* layout) {
+  p.q = q.data_ptr();
+  p.k = k.data_ptr();
+  p.v = v.data_ptr();
+  p.q_stride = strides_of(q, "q");
+  p.k_stride = strides_of(k, "k");
+  p.v_stride = strides_of(v, "v");
+  p.batch = q.size(0);
+  p.heads = q.size(1);
+  p.seq_len = q.size(2);
+  p.head_dim = q.size(3);
+  p.dtype = kernel_dtype(q);
+  p.device = scope.device;
+  p.stream = scope.stream;
+  p.layout = layout;
+}
+
 class SparseAttentionFunction : public torch::autograd::Function<SparseAttentionFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -109,23 +129,10 @@ class SparseAttentionFunction : public torch::autograd::Function<SparseAttention
     at::Tensor out = empty_bthd(q);
     at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
     kernels::ForwardParams p;
-    p.q = q.data_ptr();
-    p.k = k.data_ptr();
-    p.v = v.data_ptr();
+    describe_inputs(p, q, k, v, scope, layout.get());
     p.out = out.data_ptr();
     p.lse = lse.data_ptr<float>();
-    p.q_stride = strides_of(q, "q");
-    p.k_stride = strides_of(k, "k");
-    p.v_stride = strides_of(v, "v");
     p.out_stride = strides_of(out, "out");
-    p.batch = q.size(0);
-    p.heads = q.size(1);
-    p.seq_len = q.size(2);
-    p.head_dim = q.size(3);
-    p.dtype = kernel_dtype(q);
-    p.device = scope.device;
-    p.stream = scope.stream;
-    p.layout = layout.get();
     kernels::attention_forward(p);
 
     ctx->save_for_backward({q, k, v, out, lse});
@@ -145,31 +152,18 @@ class SparseAttentionFunction : public torch::autograd::Function<SparseAttention
     DeviceScope scope(q);
     at::Tensor dq = empty_bthd(q), dk = empty_bthd(k), dv = empty_bthd(v);
     kernels::BackwardParams p;
-    p.q = q.data_ptr();
-    p.k = k.data_ptr();
-    p.v = v.data_ptr();
+    describe_inputs(p, q, k, v, scope, layout.get());
     p.out = out.data_ptr();
     p.dout = dout.data_ptr();
     p.lse = lse.data_ptr<float>();
     p.dq = dq.data_ptr();
     p.dk = dk.data_ptr();
     p.dv = dv.data_ptr();
-    p.q_stride = strides_of(q, "q");
-    p.k_stride = strides_of(k, "k");
-    p.v_stride = strides_of(v, "v");
     p.out_stride = strides_of(out, "out");
     p.dout_stride = strides_of(dout, "grad_out");
     p.dq_stride = strides_of(dq, "dq");
     p.dk_stride = strides_of(dk, "dk");
     p.dv_stride = strides_of(dv, "dv");
-    p.batch = q.size(0);
-    p.heads = q.size(1);
-    p.seq_len = q.size(2);
-    p.head_dim = q.size(3);
-    p.dtype = kernel_dtype(q);
-    p.device = scope.device;
-    p.stream = scope.stream;
-    p.layout = layout.get();
     kernels::attention_backward(p);
     return {dq, dk, dv, at::Tensor()};
   }
