@@ -51,6 +51,14 @@ void check_layout(const char* op, const Layout* layout, int64_t seq_len, int64_t
                                                      " heads");
 }
 
+float resolve_scale(float scale, int64_t head_dim) {
+  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
+}  // namespace
+
+namespace detail {
+
 void check_device(const char* op, Device device, DType dtype) {
   const std::string where = std::string(op) + ": ";
   if (device == Device::cpu) {
@@ -60,11 +68,9 @@ void check_device(const char* op, Device device, DType dtype) {
   STX_KERNEL_CHECK(built_with_cuda(), where + "a CUDA tensor was given, but stx_kernels was built without CUDA");
 }
 
-float resolve_scale(float scale, int64_t head_dim) {
-  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
-}
+}  // namespace detail
 
-}  // namespace
+using detail::check_device;
 
 CpuIsa best_cpu_isa() {
   if (cpu_supports(CpuIsa::avx512)) return CpuIsa::avx512;

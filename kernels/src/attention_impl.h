@@ -2,9 +2,13 @@
 // Every function here may assume its params passed the checks of attention.cpp.
 #pragma once
 
+#include "stx/kernels/activation.h"
 #include "stx/kernels/attention.h"
 
 namespace stx::kernels::detail {
+
+// Throws Error unless `device` and `dtype` are a pair this build can run: the CPU kernels take float32.
+void check_device(const char* op, Device device, DType dtype);
 
 // One CPU backend per instruction set, all compiled from src/cpu/attention_cpu_impl.h.
 #define STX_DECLARE_CPU_BACKEND(ns)                 \
@@ -12,6 +16,7 @@ namespace stx::kernels::detail {
   void forward(const ForwardParams& p);             \
   void backward(const BackwardParams& p);           \
   void decode(const DecodeParams& p);               \
+  void gelu(const GeluParams& p, bool backward);    \
   }
 STX_DECLARE_CPU_BACKEND(cpu_portable)
 STX_DECLARE_CPU_BACKEND(cpu_avx2)
@@ -22,6 +27,7 @@ STX_DECLARE_CPU_BACKEND(cpu_avx512)
 void forward_cuda(const ForwardParams& p);
 void backward_cuda(const BackwardParams& p);
 void decode_cuda(const DecodeParams& p);
+void gelu_cuda(const GeluParams& p, bool backward);
 int cuda_device_count();  // 0 when no driver or no device; never throws
 #endif
 

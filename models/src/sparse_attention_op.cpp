@@ -4,32 +4,22 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <array>
 #include <string>
+#include <utility>
 
 #include "stx/kernels/attention.h"
 #include "stx/kernels/error.h"
-
-#ifdef STX_TORCH_CUDA
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
+#include "torch_kernel_bridge.h"
 
 namespace stx {
 namespace {
 
+using detail::DeviceScope;
+using detail::kernel_dtype;
+
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-kernels::DType kernel_dtype(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat: return kernels::DType::f32;
-    case at::kHalf: return kernels::DType::f16;
-    case at::kBFloat16: return kernels::DType::bf16;
-    default:
-      throw std::invalid_argument(std::string("sparse_attention: unsupported dtype ") +
-                                  std::string(c10::toString(t.scalar_type())) + " (expected float, half or bfloat16)");
-  }
-}
 
 // [B, H, T, D] strides of a tensor whose last dimension must be contiguous.
 kernels::Strides strides_of(const at::Tensor& t, const char* name) {
@@ -44,27 +34,6 @@ kernels::Strides strides_of(const at::Tensor& t, const char* name) {
 at::Tensor empty_bthd(const at::Tensor& like) {
   return at::empty({like.size(0), like.size(2), like.size(1), like.size(3)}, like.options()).transpose(1, 2);
 }
-
-struct DeviceScope {
-  kernels::Device device = kernels::Device::cpu;
-  void* stream = nullptr;
-#ifdef STX_TORCH_CUDA
-  c10::optional<c10::cuda::CUDAGuard> guard;
-#endif
-  explicit DeviceScope(const at::Tensor& t) {
-    if (t.is_cuda()) {
-#ifdef STX_TORCH_CUDA
-      guard.emplace(t.device());
-      device = kernels::Device::cuda;
-      stream = c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
-#else
-      TORCH_CHECK(false, "sparse_attention: this build has no CUDA LibTorch");
-#endif
-    } else {
-      TORCH_CHECK(t.is_cpu(), "sparse_attention: tensors must be on the CPU or a CUDA device");
-    }
-  }
-};
 
 // The layout cannot travel through AutogradContext (it only holds IValues), so the backward rebuilds it
 // from its key; cached_layout makes that a lookup.
@@ -120,52 +89,94 @@ void describe_inputs(Params& p, const at::Tensor& q, const at::Tensor& k, const 
   p.layout = layout;
 }
 
+// Runs the forward kernel; returns {out, lse}.
+std::pair<at::Tensor, at::Tensor> run_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                              const kernels::Layout& layout) {
+  check_inputs(q, k, v, layout);
+  DeviceScope scope(q);
+  at::Tensor out = empty_bthd(q);
+  at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
+  kernels::ForwardParams p;
+  describe_inputs(p, q, k, v, scope, &layout);
+  p.out = out.data_ptr();
+  p.lse = lse.data_ptr<float>();
+  p.out_stride = strides_of(out, "out");
+  kernels::attention_forward(p);
+  return {out, lse};
+}
+
+// Runs the backward kernel, writing the gradients into dq, dk and dv (any views with a contiguous last
+// dimension: three fresh buffers, or the slices of one packed [B, T, 3, H, D] gradient).
+void run_backward(const variable_list& saved_qkv_out_lse, at::Tensor dout, const kernels::Layout& layout,
+                  const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv) {
+  const at::Tensor &q = saved_qkv_out_lse[0], &k = saved_qkv_out_lse[1], &v = saved_qkv_out_lse[2];
+  const at::Tensor &out = saved_qkv_out_lse[3], &lse = saved_qkv_out_lse[4];
+  if (dout.stride(3) != 1) dout = dout.contiguous();
+  dout = dout.to(q.scalar_type());
+  DeviceScope scope(q);
+  kernels::BackwardParams p;
+  describe_inputs(p, q, k, v, scope, &layout);
+  p.out = out.data_ptr();
+  p.dout = dout.data_ptr();
+  p.lse = lse.data_ptr<float>();
+  p.dq = dq.data_ptr();
+  p.dk = dk.data_ptr();
+  p.dv = dv.data_ptr();
+  p.out_stride = strides_of(out, "out");
+  p.dout_stride = strides_of(dout, "grad_out");
+  p.dq_stride = strides_of(dq, "dq");
+  p.dk_stride = strides_of(dk, "dk");
+  p.dv_stride = strides_of(dv, "dv");
+  kernels::attention_backward(p);
+}
+
 class SparseAttentionFunction : public torch::autograd::Function<SparseAttentionFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             std::shared_ptr<const kernels::Layout> layout) {
-    check_inputs(q, k, v, *layout);
-    DeviceScope scope(q);
-    at::Tensor out = empty_bthd(q);
-    at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
-    kernels::ForwardParams p;
-    describe_inputs(p, q, k, v, scope, layout.get());
-    p.out = out.data_ptr();
-    p.lse = lse.data_ptr<float>();
-    p.out_stride = strides_of(out, "out");
-    kernels::attention_forward(p);
-
+    auto [out, lse] = run_forward(q, k, v, *layout);
     ctx->save_for_backward({q, k, v, out, lse});
     ctx->saved_data["layout"] = layout_key(*layout);
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    if (!grad_outputs[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     const variable_list saved = ctx->get_saved_variables();
-    const at::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &out = saved[3], &lse = saved[4];
-    at::Tensor dout = grad_outputs[0];
-    if (!dout.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
-    if (dout.stride(3) != 1) dout = dout.contiguous();
-    dout = dout.to(q.scalar_type());
     const auto layout = layout_from_key(ctx->saved_data["layout"].toIntVector());
-
-    DeviceScope scope(q);
-    at::Tensor dq = empty_bthd(q), dk = empty_bthd(k), dv = empty_bthd(v);
-    kernels::BackwardParams p;
-    describe_inputs(p, q, k, v, scope, layout.get());
-    p.out = out.data_ptr();
-    p.dout = dout.data_ptr();
-    p.lse = lse.data_ptr<float>();
-    p.dq = dq.data_ptr();
-    p.dk = dk.data_ptr();
-    p.dv = dv.data_ptr();
-    p.out_stride = strides_of(out, "out");
-    p.dout_stride = strides_of(dout, "grad_out");
-    p.dq_stride = strides_of(dq, "dq");
-    p.dk_stride = strides_of(dk, "dk");
-    p.dv_stride = strides_of(dv, "dv");
-    kernels::attention_backward(p);
+    at::Tensor dq = empty_bthd(saved[0]), dk = empty_bthd(saved[1]), dv = empty_bthd(saved[2]);
+    run_backward(saved, grad_outputs[0], *layout, dq, dk, dv);
     return {dq, dk, dv, at::Tensor()};
+  }
+};
+
+// The [B, H, T, D] views of q, k and v inside a packed [B, T, 3, H, D] tensor.
+std::array<at::Tensor, 3> unpack_qkv(const at::Tensor& qkv) {
+  return {qkv.select(2, 0).transpose(1, 2), qkv.select(2, 1).transpose(1, 2), qkv.select(2, 2).transpose(1, 2)};
+}
+
+// The same op on the packed projection output. Its backward writes dq, dk and dv straight into one
+// packed gradient: with three separate inputs, autograd would scatter each into a zeroed tensor of the
+// packed shape and add the three (about ten passes over it per layer).
+class PackedSparseAttentionFunction : public torch::autograd::Function<PackedSparseAttentionFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& qkv, std::shared_ptr<const kernels::Layout> layout) {
+    const auto [q, k, v] = unpack_qkv(qkv);
+    auto [out, lse] = run_forward(q, k, v, *layout);
+    ctx->save_for_backward({q, k, v, out, lse});
+    ctx->saved_data["layout"] = layout_key(*layout);
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    if (!grad_outputs[0].defined()) return {at::Tensor(), at::Tensor()};
+    const variable_list saved = ctx->get_saved_variables();
+    const auto layout = layout_from_key(ctx->saved_data["layout"].toIntVector());
+    const at::Tensor& q = saved[0];  // [B, H, T, D]
+    at::Tensor grad = at::empty({q.size(0), q.size(2), 3, q.size(1), q.size(3)}, q.options());
+    const auto [dq, dk, dv] = unpack_qkv(grad);
+    run_backward(saved, grad_outputs[0], *layout, dq, dk, dv);
+    return {grad, at::Tensor()};
   }
 };
 
@@ -175,6 +186,13 @@ at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             std::shared_ptr<const kernels::Layout> layout) {
   TORCH_CHECK(layout != nullptr, "sparse_attention: no layout");
   return SparseAttentionFunction::apply(q, k, v, std::move(layout));
+}
+
+at::Tensor sparse_attention_packed(const at::Tensor& qkv, std::shared_ptr<const kernels::Layout> layout) {
+  TORCH_CHECK(layout != nullptr, "sparse_attention_packed: no layout");
+  TORCH_CHECK(qkv.dim() == 5 && qkv.size(2) == 3, "sparse_attention_packed: qkv must be [batch, seq, 3, heads, "
+              "head_dim], got ", qkv.sizes());
+  return PackedSparseAttentionFunction::apply(qkv, std::move(layout));
 }
 
 at::Tensor sparse_attention_decode(const at::Tensor& q, const at::Tensor& k_cache, const at::Tensor& v_cache,

@@ -15,7 +15,6 @@
 
 namespace stx::models {
 
-at::Tensor gelu_sigmoid(const at::Tensor& x) { return x * at::sigmoid(1.702 * x); }
 
 // ---- residual block ----------------------------------------------------------------------------------
 
@@ -33,13 +32,10 @@ ResidualBlockImpl::ResidualBlockImpl(const ModelConfig& config, int layer)
 
 at::Tensor ResidualBlockImpl::attention(const at::Tensor& x) {
   const int64_t batch = x.size(0), length = x.size(1), heads = config_.heads, head_dim = config_.head_dim();
-  // [B, T, 3, H, Dh] sliced and transposed to [B, H, T, Dh]: strided views, which the op takes as they are.
+  // [B, T, 3, H, Dh]: the op slices q, k and v as strided views, and writes its gradient packed the same way.
   const at::Tensor qkv_out = qkv->forward(x).view({batch, length, 3, heads, head_dim});
-  const at::Tensor q = qkv_out.select(2, 0).transpose(1, 2);
-  const at::Tensor k = qkv_out.select(2, 1).transpose(1, 2);
-  const at::Tensor v = qkv_out.select(2, 2).transpose(1, 2);
   auto layout = kernels::cached_layout(length, config_.block, patterns_);
-  const at::Tensor out = sparse_attention(q, k, v, std::move(layout));
+  const at::Tensor out = sparse_attention_packed(qkv_out, std::move(layout));
   return attention_out->forward(out.transpose(1, 2).reshape({batch, length, config_.d_model}));
 }
 

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "stx/kernels/activation.h"
 #include "stx/kernels/attention.h"
 #include "stx/kernels/layout.h"
 #include "stx/kernels/pattern.h"
@@ -477,5 +478,48 @@ TEST_P(CudaAttention, DecodeMatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaAttention, testing::ValuesIn(all_cases()), case_name);
+
+// ---- the fused activation: CUDA against the CPU kernel, inputs rounded to the dtype first ------------
+
+TEST(CudaGelu, ForwardAndBackwardMatchTheCpuKernel) {
+  STX_SKIP_WITHOUT_CUDA();
+  const int64_t count = 100003;  // not a multiple of any block size
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> x_in(count), dy_in(count);
+  for (float& v : x_in) v = normal(rng);
+  for (float& v : dy_in) v = normal(rng);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(to_string(dtype));
+    const std::vector<float> x = decode_bytes(encode(x_in, dtype), dtype);
+    const std::vector<float> dy = decode_bytes(encode(dy_in, dtype), dtype);
+    std::vector<float> cpu_y(count), cpu_dx(count);
+    GeluParams p;
+    p.x = x.data();
+    p.out = cpu_y.data();
+    p.count = count;
+    gelu_forward(p);
+    p.grad_out = dy.data();
+    p.out = cpu_dx.data();
+    gelu_backward(p);
+
+    DeviceBuffer gx(count * dtype_size(dtype)), gdy(count * dtype_size(dtype)), gout(count * dtype_size(dtype));
+    gx.upload(encode(x, dtype));
+    gdy.upload(encode(dy, dtype));
+    GeluParams g;
+    g.x = gx.get();
+    g.out = gout.get();
+    g.count = count;
+    g.dtype = dtype;
+    g.device = Device::cuda;
+    gelu_forward(g);
+    STX_TEST_CUDA(cudaDeviceSynchronize());
+    expect_close(decode_bytes(gout.download(), dtype), cpu_y, dtype, "gelu forward");
+    g.grad_out = gdy.get();
+    gelu_backward(g);
+    STX_TEST_CUDA(cudaDeviceSynchronize());
+    expect_close(decode_bytes(gout.download(), dtype), cpu_dx, dtype, "gelu backward");
+  }
+}
 
 }  // namespace

@@ -1,4 +1,5 @@
-// stx::sparse_attention against plain LibTorch masked attention: forward and the three gradients.
+// stx::sparse_attention (and its packed form) against plain LibTorch masked attention: forward and the
+// three gradients.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -73,6 +74,14 @@ TEST_P(SparseAttentionOp, ForwardAndGradientsMatchMaskedAttention) {
   (expected * weights.to(at::kDouble)).sum().backward();
   const at::Tensor grad = qkv.grad().to(at::kDouble), grad_ref = qkv_ref.grad();
   EXPECT_TRUE(at::allclose(grad, grad_ref, 1e-4, 1e-4)) << "max |diff| " << (grad - grad_ref).abs().max().item<double>();
+
+  // The packed form, as the model calls it: the same output, and the same gradient written packed.
+  const at::Tensor qkv_packed = qkv.detach().clone().requires_grad_(true);
+  const at::Tensor out_packed = stx::sparse_attention_packed(qkv_packed, layout);
+  EXPECT_TRUE(at::equal(out_packed, out.detach()));
+  (out_packed * weights).sum().backward();
+  EXPECT_EQ(qkv_packed.grad().sizes(), qkv.sizes());
+  EXPECT_TRUE(at::allclose(qkv_packed.grad().to(at::kDouble), grad_ref, 1e-4, 1e-4));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -95,6 +104,8 @@ TEST(SparseAttentionOpErrors, BadShapesAndDtypesAreRefused) {
   EXPECT_THROW(stx::sparse_attention(wrong_heads, wrong_heads, wrong_heads, layout), c10::Error);
   const at::Tensor wrong_length = at::randn({1, 2, 17, 8});
   EXPECT_THROW(stx::sparse_attention(wrong_length, wrong_length, wrong_length, layout), c10::Error);
+  EXPECT_THROW(stx::sparse_attention_packed(at::randn({1, 16, 2, 2, 8}), layout), c10::Error);  // not 3 slices
+  EXPECT_THROW(stx::sparse_attention_packed(at::randn({1, 16, 3, 2, 8}), nullptr), c10::Error);
 }
 
 TEST(SparseAttentionDecode, EqualsTheForwardRowAtEveryPosition) {

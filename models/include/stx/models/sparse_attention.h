@@ -22,6 +22,11 @@ namespace stx {
 at::Tensor sparse_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             std::shared_ptr<const kernels::Layout> layout);
 
+// The same op on a packed projection output qkv: [B, T, 3, H, D] (q, k, v = qkv[:, :, i] as [B, H, T, D]).
+// Its gradient is one packed tensor, written by the kernel directly, which is what a model that
+// projects q, k and v with one matmul wants.
+at::Tensor sparse_attention_packed(const at::Tensor& qkv, std::shared_ptr<const kernels::Layout> layout);
+
 // One decoding step: the query at `position` ([B, H, D]) against caches [B, H, capacity, D] holding keys
 // and values 0..position. Touches only the attended set of `position`; returns [B, H, D]. No autograd.
 // When `lse` is given it receives the [B, H] log-sum-exp (the attention probe needs it for the weights).

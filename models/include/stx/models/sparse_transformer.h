@@ -25,7 +25,7 @@
 
 namespace stx::models {
 
-// GELU as the paper writes it: x * sigmoid(1.702 x).
+// GELU as the paper writes it: x * sigmoid(1.702 x), through the fused kernel where it takes the tensor.
 at::Tensor gelu_sigmoid(const at::Tensor& x);
 
 class ResidualBlockImpl : public torch::nn::Module {
