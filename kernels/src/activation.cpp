@@ -1,6 +1,7 @@
-// Checked entry points of the fused activation; the bodies are in cpu/activation_cpu_impl.h and
-// cuda/activation_cuda.cu.
+// Checked entry points of the fused activation (bodies in cpu/activation_cpu_impl.h and
+// cuda/activation_cuda.cu) and of the small linear product of decoding (cpu/small_linear_cpu_impl.h).
 #include "stx/kernels/activation.h"
+#include "stx/kernels/small_linear.h"
 
 #include <string>
 
@@ -43,6 +44,30 @@ void gelu_backward(const GeluParams& p) {
     case CpuIsa::avx512: return detail::cpu_avx512::gelu(p, true);
     case CpuIsa::avx2: return detail::cpu_avx2::gelu(p, true);
     case CpuIsa::portable: return detail::cpu_portable::gelu(p, true);
+  }
+}
+
+}  // namespace stx::kernels
+
+namespace stx::kernels {
+
+void small_linear(const SmallLinearParams& p_in) {
+  const char* op = "small linear";
+  STX_KERNEL_CHECK(p_in.rows >= 0 && p_in.in >= 1 && p_in.out >= 1,
+                   std::string(op) + ": expected rows >= 0, in >= 1 and out >= 1, got rows " +
+                       std::to_string(p_in.rows) + ", in " + std::to_string(p_in.in) + ", out " +
+                       std::to_string(p_in.out));
+  if (p_in.rows == 0) return;
+  STX_KERNEL_CHECK(p_in.x && p_in.weight_t && p_in.y, std::string(op) + ": x, weight_t and y must not be null");
+  SmallLinearParams p = p_in;
+  if (p.x_stride == 0) p.x_stride = p.in;
+  if (p.y_stride == 0) p.y_stride = p.out;
+  STX_KERNEL_CHECK(p.x_stride >= p.in && p.y_stride >= p.out,
+                   std::string(op) + ": row strides must be at least the row lengths");
+  switch (active_cpu_isa()) {
+    case CpuIsa::avx512: return detail::cpu_avx512::small_linear(p);
+    case CpuIsa::avx2: return detail::cpu_avx2::small_linear(p);
+    case CpuIsa::portable: return detail::cpu_portable::small_linear(p);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "stx/kernels/activation.h"
 #include "stx/kernels/attention.h"
+#include "stx/kernels/small_linear.h"
 
 namespace stx::kernels::detail {
 
@@ -17,6 +18,7 @@ void check_device(const char* op, Device device, DType dtype);
   void backward(const BackwardParams& p);           \
   void decode(const DecodeParams& p);               \
   void gelu(const GeluParams& p, bool backward);    \
+  void small_linear(const SmallLinearParams& p);    \
   }
 STX_DECLARE_CPU_BACKEND(cpu_portable)
 STX_DECLARE_CPU_BACKEND(cpu_avx2)

@@ -1,0 +1,241 @@
+#include "stx/models/decoder.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "stx/kernels/activation.h"
+#include "stx/kernels/attention.h"
+#include "stx/kernels/small_linear.h"
+
+namespace stx::models {
+namespace {
+
+std::vector<float> to_floats(const at::Tensor& t) {
+  const at::Tensor c = t.detach().to(at::kCPU, at::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+// torch's LayerNorm: biased variance, eps 1e-5, one row of width d per sample.
+void layer_norm(const float* x, float* y, int64_t rows, int64_t d, const std::vector<float>& gamma,
+                const std::vector<float>& beta) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * d;
+    float* yr = y + r * d;
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < d; ++i) mean += xr[i];
+    mean /= static_cast<double>(d);
+    for (int64_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    const float inv = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(d) + 1e-5));
+    const float m = static_cast<float>(mean);
+    for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * inv * gamma[i] + beta[i];
+  }
+}
+
+template <class LinearWeights>
+void linear(const std::vector<float>& x, int64_t rows, const LinearWeights& layer, std::vector<float>& y) {
+  kernels::SmallLinearParams p;
+  p.x = x.data();
+  p.weight_t = layer.weight_t.data();
+  p.bias = layer.bias.data();
+  p.y = y.data();
+  p.rows = rows;
+  p.in = layer.in;
+  p.out = layer.out;
+  kernels::small_linear(p);
+}
+
+}  // namespace
+
+IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear& linear) {
+  Linear l;
+  l.in = linear->weight.size(1);
+  l.out = linear->weight.size(0);
+  l.weight_t = to_floats(linear->weight.t());
+  l.bias = to_floats(linear->bias);
+  return l;
+}
+
+IncrementalDecoder::Norm IncrementalDecoder::snapshot(const torch::nn::LayerNorm& norm) {
+  return Norm{to_floats(norm->weight), to_floats(norm->bias)};
+}
+
+IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity)
+    : config_(model->config()), batch_(batch), capacity_(capacity == 0 ? model->config().context : capacity) {
+  if (batch < 1) throw std::invalid_argument("decoder: batch must be at least 1, got " + std::to_string(batch));
+  if (capacity_ < 1 || capacity_ > config_.context) {
+    throw std::invalid_argument("decoder: capacity must be in 1.." + std::to_string(config_.context) + ", got " +
+                                std::to_string(capacity));
+  }
+  at::NoGradGuard no_grad;
+  const int64_t d = config_.d_model;
+  token_embedding_ = to_floats(model->token_embedding->weight);
+  for (const auto& table : model->position_embeddings) position_tables_.push_back(to_floats(table->weight));
+  for (int layer = 0; layer < config_.layers; ++layer) {
+    const ResidualBlock& block = model->block_list[static_cast<size_t>(layer)];
+    Layer l;
+    l.norm_attention = snapshot(block->norm_attention);
+    l.norm_ff = snapshot(block->norm_ff);
+    l.qkv = snapshot(block->qkv);
+    l.attention_out = snapshot(block->attention_out);
+    l.ff_in = snapshot(block->ff_in);
+    l.ff_out = snapshot(block->ff_out);
+    l.patterns = block->patterns();
+    const size_t cache = static_cast<size_t>(batch_ * capacity_ * d);
+    l.k_cache.reset(new float[cache]);
+    l.v_cache.reset(new float[cache]);
+    layers_.push_back(std::move(l));
+  }
+  final_norm_ = snapshot(model->final_norm);
+  output_ = snapshot(model->output);
+  const auto rows = static_cast<size_t>(batch_);
+  h_.resize(rows * d);
+  normed_.resize(rows * d);
+  qkv_.resize(rows * 3 * d);
+  attended_.resize(rows * d);
+  a_.resize(rows * d);
+  ff_hidden_.resize(rows * config_.d_ff);
+  b_.resize(rows * d);
+}
+
+void IncrementalDecoder::embed(const int32_t* input_tokens) {
+  const int64_t d = config_.d_model;
+  const std::vector<int64_t> coords = config_.position_coordinates(position_);
+  for (int64_t b = 0; b < batch_; ++b) {
+    const int32_t token = input_tokens[b];
+    if (token < 0 || token > 256) {
+      throw std::invalid_argument("decoder: input token " + std::to_string(token) + " is outside 0..256");
+    }
+    float* h = h_.data() + b * d;
+    const float* e = token_embedding_.data() + token * d;
+    for (int64_t i = 0; i < d; ++i) h[i] = e[i];
+    for (size_t a = 0; a < position_tables_.size(); ++a) {
+      const float* p = position_tables_[a].data() + coords[a] * d;
+      for (int64_t i = 0; i < d; ++i) h[i] += p[i];
+    }
+  }
+}
+
+void IncrementalDecoder::attention(Layer& layer, int layer_index) {
+  const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim();
+  // qkv_ rows are [3, heads, head_dim]: append this position's keys and values to the caches.
+  for (int64_t b = 0; b < batch_; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t at = ((b * heads + h) * capacity_ + position_) * dh;
+      std::memcpy(layer.k_cache.get() + at, qkv_.data() + b * 3 * d + d + h * dh, sizeof(float) * dh);
+      std::memcpy(layer.v_cache.get() + at, qkv_.data() + b * 3 * d + 2 * d + h * dh, sizeof(float) * dh);
+    }
+  }
+  const bool probing = layer_index == probe_layer_;
+  kernels::DecodeParams p;
+  p.q = qkv_.data();
+  p.k_cache = layer.k_cache.get();
+  p.v_cache = layer.v_cache.get();
+  p.out = attended_.data();
+  p.lse = probing ? probe_lse_.data() : nullptr;
+  p.q_stride = kernels::Strides{3 * d, dh, 0};
+  p.k_stride = p.v_stride = kernels::Strides::contiguous(heads, capacity_, dh);
+  p.out_stride = kernels::Strides{d, dh, 0};
+  p.batch = batch_;
+  p.heads = heads;
+  p.head_dim = dh;
+  p.capacity = capacity_;
+  p.position = position_;
+  p.patterns = layer.patterns.data();
+  kernels::attention_decode(p);
+  if (probing) {
+    for (int64_t b = 0; b < batch_; ++b) {
+      std::memcpy(probe_q_.data() + b * dh, qkv_.data() + b * 3 * d + probe_head_ * dh, sizeof(float) * dh);
+    }
+    probe_position_ = position_;
+  }
+}
+
+void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
+  if (position_ >= capacity_) {
+    throw std::out_of_range("decoder: position " + std::to_string(position_) + " is past the capacity of " +
+                            std::to_string(capacity_));
+  }
+  const int64_t d = config_.d_model, rows = batch_;
+  embed(input_tokens);
+  for (size_t index = 0; index < layers_.size(); ++index) {
+    Layer& layer = layers_[index];
+    // a = attention(norm(h)); b = ff(norm(h + a)); h += a + b   (paper-notes.md, eqs 13-15)
+    layer_norm(h_.data(), normed_.data(), rows, d, layer.norm_attention.gamma, layer.norm_attention.beta);
+    linear(normed_, rows, layer.qkv, qkv_);
+    attention(layer, static_cast<int>(index));
+    linear(attended_, rows, layer.attention_out, a_);
+    for (size_t i = 0; i < a_.size(); ++i) b_[i] = h_[i] + a_[i];
+    layer_norm(b_.data(), normed_.data(), rows, d, layer.norm_ff.gamma, layer.norm_ff.beta);
+    linear(normed_, rows, layer.ff_in, ff_hidden_);
+    kernels::GeluParams g;
+    g.x = ff_hidden_.data();
+    g.out = ff_hidden_.data();  // elementwise, so in place is safe
+    g.count = static_cast<int64_t>(ff_hidden_.size());
+    kernels::gelu_forward(g);
+    linear(ff_hidden_, rows, layer.ff_out, b_);
+    for (size_t i = 0; i < h_.size(); ++i) h_[i] += a_[i] + b_[i];
+  }
+  layer_norm(h_.data(), normed_.data(), rows, d, final_norm_.gamma, final_norm_.beta);
+  kernels::SmallLinearParams p;
+  p.x = normed_.data();
+  p.weight_t = output_.weight_t.data();
+  p.bias = output_.bias.data();
+  p.y = logits;
+  p.rows = rows;
+  p.in = d;
+  p.out = output_.out;
+  kernels::small_linear(p);
+  ++position_;
+}
+
+void IncrementalDecoder::rewind(int64_t position) {
+  if (position < 0 || position > position_) {
+    throw std::out_of_range("decoder: cannot rewind to " + std::to_string(position) + " from " +
+                            std::to_string(position_));
+  }
+  position_ = position;
+  probe_position_ = -1;
+}
+
+void IncrementalDecoder::set_probe(int layer, int head) {
+  if (layer < 0) {
+    probe_layer_ = -1;
+    return;
+  }
+  if (layer >= config_.layers || head < 0 || head >= config_.heads) {
+    throw std::out_of_range("decoder: no layer " + std::to_string(layer) + " head " + std::to_string(head) +
+                            " (the model has " + std::to_string(config_.layers) + " layers of " +
+                            std::to_string(config_.heads) + " heads)");
+  }
+  probe_layer_ = layer;
+  probe_head_ = head;
+  probe_q_.assign(static_cast<size_t>(batch_ * config_.head_dim()), 0.0f);
+  probe_lse_.assign(static_cast<size_t>(batch_ * config_.heads), 0.0f);
+  probe_position_ = -1;
+}
+
+void IncrementalDecoder::probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const {
+  positions.clear();
+  weights.clear();
+  if (probe_layer_ < 0 || probe_position_ < 0 || sample < 0 || sample >= batch_) return;
+  const Layer& layer = layers_[static_cast<size_t>(probe_layer_)];
+  const int64_t dh = config_.head_dim();
+  positions = kernels::attended_set(layer.patterns[static_cast<size_t>(probe_head_)], probe_position_);
+  // w_j = exp(scale q.k_j - lse): the decode kernel's own normaliser, so the weights are the ones it used.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const float lse = probe_lse_[static_cast<size_t>(sample * config_.heads + probe_head_)];
+  const float* q = probe_q_.data() + sample * dh;
+  const float* keys = layer.k_cache.get() + (sample * config_.heads + probe_head_) * capacity_ * dh;
+  weights.reserve(positions.size());
+  for (int64_t j : positions) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < dh; ++i) s += q[i] * keys[j * dh + i];
+    weights.push_back(std::exp(scale * s - lse));
+  }
+}
+
+}  // namespace stx::models

@@ -1,0 +1,170 @@
+// IncrementalDecoder against the full forward pass: every position of a short sequence, for the dense,
+// strided and fixed patterns and an image model (three position axes); rewinding; the attention probe.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "stx/kernels/pattern.h"
+#include "stx/models/decoder.h"
+#include "stx/models/model_config.h"
+#include "stx/models/sparse_transformer.h"
+
+namespace {
+
+using stx::kernels::Pattern;
+using stx::models::IncrementalDecoder;
+using stx::models::ModelConfig;
+using stx::models::SparseTransformer;
+
+ModelConfig small_config(Pattern pattern, stx::kernels::Combination mode = stx::kernels::Combination::merged) {
+  ModelConfig c;
+  c.name = "decoder-test";
+  c.kind = stx::models::DataKind::text;
+  c.context = 70;
+  c.d_model = 48;
+  c.layers = 3;
+  c.heads = 3;
+  c.d_ff = 80;  // not a multiple of any vector tile
+  c.pattern = pattern;
+  c.stride = 7;
+  c.summary = 2;
+  c.mode = mode;
+  c.block = 16;
+  c.dropout = 0.1;  // the decoder must match the model in eval mode, where dropout is off
+  return c;
+}
+
+ModelConfig image_config() {
+  ModelConfig c = small_config(Pattern::strided);
+  c.kind = stx::models::DataKind::image;
+  c.image_height = 5;
+  c.image_width = 4;
+  c.image_channels = 3;
+  c.context = 60;
+  c.stride = 12;  // one image row
+  return c;
+}
+
+// Weights far from the small initialisation, so that a wrong term cannot hide under the tolerance.
+SparseTransformer random_model(const ModelConfig& config) {
+  at::manual_seed(17);
+  SparseTransformer model(config);
+  at::NoGradGuard no_grad;
+  for (at::Tensor p : model->parameters()) p.copy_(at::randn(p.sizes()) * 0.3);
+  model->eval();
+  return model;
+}
+
+// [B, T, 256] logits of the full forward pass.
+at::Tensor full_logits(SparseTransformer& model, const at::Tensor& bytes) {
+  at::NoGradGuard no_grad;
+  return model->forward(bytes);
+}
+
+// Steps the decoder through `bytes` ([B, T] long) and returns its [B, T, 256] logits.
+at::Tensor decoded_logits(IncrementalDecoder& decoder, const at::Tensor& bytes, int64_t from = 0) {
+  const int64_t batch = bytes.size(0), length = bytes.size(1);
+  at::Tensor out = at::zeros({batch, length, 256});
+  std::vector<int32_t> inputs(static_cast<size_t>(batch));
+  std::vector<float> logits(static_cast<size_t>(batch * 256));
+  for (int64_t i = from; i < length; ++i) {
+    for (int64_t b = 0; b < batch; ++b) inputs[b] = i == 0 ? 256 : static_cast<int32_t>(bytes[b][i - 1].item<int64_t>());
+    decoder.step(inputs.data(), logits.data());
+    out.select(1, i).copy_(at::from_blob(logits.data(), {batch, 256}));
+  }
+  return out;
+}
+
+void expect_decode_equals_forward(const ModelConfig& config) {
+  SparseTransformer model = random_model(config);
+  at::manual_seed(3);
+  const at::Tensor bytes = at::randint(0, 256, {3, config.context}, at::kLong);
+  const at::Tensor want = full_logits(model, bytes);
+  IncrementalDecoder decoder(model, 3);
+  const at::Tensor got = decoded_logits(decoder, bytes);
+  for (int64_t i = 0; i < config.context; ++i) {
+    const double diff = (got.select(1, i) - want.select(1, i)).abs().max().item<double>();
+    ASSERT_LT(diff, 2e-4) << "position " << i << ": decode differs from the forward pass";
+  }
+  EXPECT_EQ(decoder.position(), config.context);
+  std::vector<int32_t> inputs(3, 0);
+  std::vector<float> logits(3 * 256);
+  EXPECT_THROW(decoder.step(inputs.data(), logits.data()), std::out_of_range);  // past the context
+}
+
+TEST(IncrementalDecoder, EqualsForwardDense) { expect_decode_equals_forward(small_config(Pattern::dense)); }
+TEST(IncrementalDecoder, EqualsForwardStrided) { expect_decode_equals_forward(small_config(Pattern::strided)); }
+TEST(IncrementalDecoder, EqualsForwardFixed) { expect_decode_equals_forward(small_config(Pattern::fixed)); }
+TEST(IncrementalDecoder, EqualsForwardFixedInterleaved) {
+  expect_decode_equals_forward(small_config(Pattern::fixed, stx::kernels::Combination::interleaved));
+}
+TEST(IncrementalDecoder, EqualsForwardImage) { expect_decode_equals_forward(image_config()); }
+
+TEST(IncrementalDecoder, RewindReplaysTheSameLogits) {
+  const ModelConfig config = small_config(Pattern::strided);
+  SparseTransformer model = random_model(config);
+  at::manual_seed(4);
+  const at::Tensor bytes = at::randint(0, 256, {2, 40}, at::kLong);
+  IncrementalDecoder decoder(model, 2, 40);
+  const at::Tensor first = decoded_logits(decoder, bytes);
+  decoder.rewind(25);
+  const at::Tensor again = decoded_logits(decoder, bytes, 25);
+  EXPECT_TRUE(at::allclose(first.narrow(1, 25, 15), again.narrow(1, 25, 15), 0.0, 0.0));
+  EXPECT_THROW(decoder.rewind(41), std::out_of_range);
+  EXPECT_THROW(IncrementalDecoder(model, 0), std::invalid_argument);
+  EXPECT_THROW(IncrementalDecoder(model, 1, config.context + 1), std::invalid_argument);
+  std::vector<int32_t> bad = {257, 0};
+  std::vector<float> logits(2 * 256);
+  decoder.rewind(0);
+  EXPECT_THROW(decoder.step(bad.data(), logits.data()), std::invalid_argument);
+}
+
+// The probe's positions are exactly A(i) of the head's pattern, and its weights are the softmax of that
+// head's scores, computed here from the model's own modules.
+TEST(IncrementalDecoder, ProbeGivesTheAttendedSetAndItsSoftmaxWeights) {
+  const ModelConfig config = small_config(Pattern::fixed);
+  SparseTransformer model = random_model(config);
+  at::manual_seed(5);
+  const int64_t length = 50, layer = 1, head = 2, dh = config.head_dim();
+  const at::Tensor bytes = at::randint(0, 256, {1, length}, at::kLong);
+  at::Tensor q, k;
+  {
+    at::NoGradGuard no_grad;
+    const at::Tensor inputs = at::cat({at::full({1, 1}, 256, at::kLong), bytes.narrow(1, 0, length - 1)}, 1);
+    at::Tensor h = model->embed(inputs, 0);
+    for (int64_t l = 0; l < layer; ++l) h = h + model->block_list[l]->branch(h);
+    auto& block = model->block_list[layer];
+    const at::Tensor qkv = block->qkv->forward(block->norm_attention->forward(h)).view({length, 3, config.heads, dh});
+    q = qkv.select(1, 0).select(1, head);
+    k = qkv.select(1, 1).select(1, head);
+  }
+  IncrementalDecoder decoder(model, 1);
+  decoder.set_probe(static_cast<int>(layer), static_cast<int>(head));
+  std::vector<int32_t> input(1);
+  std::vector<float> logits(256);
+  std::vector<int64_t> positions;
+  std::vector<float> weights;
+  const auto patterns = config.layer_patterns(static_cast<int>(layer));
+  for (int64_t i = 0; i < length; ++i) {
+    input[0] = i == 0 ? 256 : static_cast<int32_t>(bytes[0][i - 1].item<int64_t>());
+    decoder.step(input.data(), logits.data());
+    decoder.probe(0, positions, weights);
+    ASSERT_EQ(positions, stx::kernels::attended_set(patterns[head], i)) << "position " << i;
+    ASSERT_EQ(weights.size(), positions.size());
+    if (positions.empty()) continue;
+    const at::Tensor index = at::tensor(positions, at::kLong);
+    const at::Tensor want = at::softmax(k.index_select(0, index).matmul(q[i]) / std::sqrt(static_cast<double>(dh)), 0);
+    for (size_t j = 0; j < positions.size(); ++j) {
+      ASSERT_NEAR(weights[j], want[static_cast<int64_t>(j)].item<float>(), 1e-5) << "position " << i;
+    }
+  }
+  decoder.set_probe(-1, 0);
+  decoder.step(input.data(), logits.data());
+  decoder.probe(0, positions, weights);
+  EXPECT_TRUE(positions.empty());  // off: nothing recorded
+  EXPECT_THROW(decoder.set_probe(3, 0), std::out_of_range);
+}
+
+}  // namespace
