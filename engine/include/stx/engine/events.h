@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace stx::engine {
 
@@ -42,6 +43,40 @@ struct LogLine {
   std::string text;
 };
 
+// Sampling is about to start: the seed that will be used (also when none was asked for), so that a user
+// sees and can reuse it before the first byte.
+struct SampleStarted {
+  uint64_t seed = 0;
+  int64_t count = 0;          // samples decoded together
+  int64_t prompt_bytes = 0;   // bytes every sample starts with
+  int64_t length = 0;         // total bytes per sample, prompt included
+};
+
+// Sampling made progress (throttled: a few times a second at most).
+struct SampleProgress {
+  int64_t position = 0;             // positions done per sample, prompt included
+  int64_t length = 0;
+  double tokens_per_second = 0;     // bytes generated per second, all samples together
+  double elapsed_seconds = 0;
+  double eta_seconds = 0;
+};
+
+// New bytes of one sample, starting at `position` (throttled: bytes are gathered between events, none lost).
+struct SampleBytes {
+  int64_t sample = 0;
+  int64_t position = 0;
+  std::string bytes;
+};
+
+// What one head attended when the latest position of a sample was generated: only sent when asked for.
+struct AttentionProbe {
+  int64_t sample = 0;
+  int layer = 0, head = 0;
+  int64_t position = 0;
+  std::vector<int64_t> positions;  // the attended set A(position), ascending
+  std::vector<float> weights;      // softmax weights, one per position
+};
+
 // The job ended. `message` is the plain-words reason when it failed.
 struct JobEnded {
   enum class Outcome { completed, cancelled, failed } outcome = Outcome::completed;
@@ -49,7 +84,8 @@ struct JobEnded {
   std::filesystem::path checkpoint;  // the last checkpoint written, if any
 };
 
-using Event = std::variant<TrainProgress, ValidationDone, CheckpointSaved, LogLine, JobEnded>;
+using Event = std::variant<TrainProgress, ValidationDone, CheckpointSaved, LogLine, JobEnded, SampleStarted,
+                           SampleProgress, SampleBytes, AttentionProbe>;
 using EventSink = std::function<void(const Event&)>;
 
 }  // namespace stx::engine

@@ -1,0 +1,207 @@
+#include "stx/engine/sampler.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "stx/engine/error.h"
+#include "stx/models/decoder.h"
+
+namespace stx::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// SplitMix64: spreads (seed, sample index) into independent generator seeds.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+double uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+bool ends_with(const std::vector<uint8_t>& bytes, size_t from, const std::string& suffix) {
+  if (suffix.empty() || bytes.size() - from < suffix.size()) return false;
+  return std::equal(suffix.begin(), suffix.end(), bytes.end() - static_cast<std::ptrdiff_t>(suffix.size()),
+                     [](char a, uint8_t b) { return static_cast<uint8_t>(a) == b; });
+}
+
+void check_request(const models::ModelConfig& config, const SampleRequest& r) {
+  r.settings.validate();
+  const auto prompt = static_cast<int64_t>(r.prompt.size());
+  if (r.count < 1 || r.count > 256) throw Error("samples: expected 1..256, got " + std::to_string(r.count));
+  if (r.length < 1 || r.length > config.context) {
+    throw Error("sample length " + std::to_string(r.length) + " is outside 1.." + std::to_string(config.context) +
+                " (the model's context)");
+  }
+  if (prompt >= r.length) {
+    throw Error("the prompt (" + std::to_string(prompt) + " bytes) leaves nothing to generate in " +
+                std::to_string(r.length) + " bytes");
+  }
+  if (r.probe_layer >= config.layers || r.probe_head < 0 || r.probe_head >= config.heads) {
+    throw Error("attention probe: the model has " + std::to_string(config.layers) + " layers of " +
+                std::to_string(config.heads) + " heads; layer " + std::to_string(r.probe_layer) + " head " +
+                std::to_string(r.probe_head) + " does not exist");
+  }
+  if (!(r.event_interval_seconds >= 0)) throw Error("event interval must be >= 0");
+}
+
+}  // namespace
+
+void SamplingSettings::validate() const {
+  if (!(temperature >= 0.0 && temperature <= 100.0)) {
+    throw Error("temperature must be in [0, 100], got " + std::to_string(temperature));
+  }
+  if (top_k < 0 || top_k > 256) throw Error("top-k must be in 0..256 (0: off), got " + std::to_string(top_k));
+  if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("top-p must be in (0, 1], got " + std::to_string(top_p));
+}
+
+int pick_byte(const float* logits, const SamplingSettings& settings, double u) {
+  std::array<int, 256> order;
+  std::iota(order.begin(), order.end(), 0);
+  if (settings.temperature == 0.0) {
+    return *std::max_element(order.begin(), order.end(), [&](int a, int b) { return logits[a] < logits[b]; });
+  }
+  // Most likely first; ties keep byte order, so the choice is a function of the logits and u alone.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  const double top = logits[order[0]];
+  std::array<double, 256> p;
+  double total = 0.0;
+  for (int r = 0; r < 256; ++r) {
+    p[r] = std::exp((logits[order[r]] - top) / settings.temperature);
+    total += p[r];
+  }
+  int kept = settings.top_k > 0 ? settings.top_k : 256;
+  if (settings.top_p < 1.0) {
+    double cumulative = 0.0;
+    for (int r = 0; r < kept; ++r) {
+      cumulative += p[r] / total;
+      if (cumulative >= settings.top_p) {
+        kept = r + 1;
+        break;
+      }
+    }
+  }
+  double kept_total = 0.0;
+  for (int r = 0; r < kept; ++r) kept_total += p[r];
+  double target = u * kept_total;
+  for (int r = 0; r < kept; ++r) {
+    target -= p[r];
+    if (target < 0.0) return order[r];
+  }
+  return order[kept - 1];  // u * total rounded up to the very end
+}
+
+SampleResult sample(models::SparseTransformer& model, const SampleRequest& request, const EventSink& sink,
+                    const std::atomic<bool>* cancel) {
+  const models::ModelConfig& config = model->config();
+  check_request(config, request);
+  SampleResult result;
+  result.seed = request.seed ? *request.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  const int64_t count = request.count, length = request.length;
+  const auto prompt = static_cast<int64_t>(request.prompt.size());
+  auto emit = [&](const Event& e) {
+    if (sink) sink(e);
+  };
+  emit(SampleStarted{result.seed, count, prompt, length});
+
+  models::IncrementalDecoder decoder(model, count, length);
+  if (request.probe_layer >= 0) decoder.set_probe(request.probe_layer, request.probe_head);
+  std::vector<std::mt19937_64> rngs;
+  for (int64_t k = 0; k < count; ++k) rngs.emplace_back(mix(result.seed ^ mix(static_cast<uint64_t>(k))));
+  result.samples.assign(static_cast<size_t>(count), request.prompt);
+  std::vector<std::vector<uint8_t>> fed(static_cast<size_t>(count), request.prompt);  // what the model saw
+  std::vector<bool> finished(static_cast<size_t>(count), false);
+  std::vector<size_t> sent(static_cast<size_t>(count), request.prompt.size());  // bytes already streamed
+  std::vector<int32_t> inputs(static_cast<size_t>(count));
+  std::vector<float> logits(static_cast<size_t>(count * 256));
+
+  const Clock::time_point start = Clock::now();
+  Clock::time_point last_event = start;
+  int64_t position = 0, done = 0;  // done: positions stepped through, prompt included
+  // While a sample may still end in a stop string, its last bytes could be the start of one: they are held
+  // back until it is clear, so a listener never shows a stop string that is then taken away.
+  size_t hold_back = 0;
+  for (const std::string& stop : request.stop_strings) hold_back = std::max(hold_back, stop.size());
+  hold_back = hold_back > 0 ? hold_back - 1 : 0;
+  auto flush = [&](bool last) {
+    for (int64_t k = 0; k < count; ++k) {
+      const std::vector<uint8_t>& s = result.samples[k];
+      const size_t ready = last || finished[k] ? s.size() : s.size() - std::min(s.size() - sent[k], hold_back);
+      if (ready <= sent[k]) continue;
+      emit(SampleBytes{k, static_cast<int64_t>(sent[k]), std::string(s.begin() + sent[k], s.begin() + ready)});
+      sent[k] = ready;
+    }
+    const double elapsed = seconds_since(start);
+    const double rate = elapsed > 0 ? static_cast<double>(result.generated_bytes) / elapsed : 0.0;
+    const double per_step = done > 0 ? elapsed / static_cast<double>(done) : 0.0;
+    emit(SampleProgress{done, length, rate, elapsed, per_step * static_cast<double>(length - done)});
+    if (request.probe_layer >= 0 && done > 0) {
+      for (int64_t k = 0; k < count; ++k) {
+        AttentionProbe probe;
+        probe.sample = k;
+        probe.layer = request.probe_layer;
+        probe.head = request.probe_head;
+        probe.position = done - 1;
+        decoder.probe(k, probe.positions, probe.weights);
+        emit(probe);
+      }
+    }
+    last_event = Clock::now();
+  };
+
+  for (; position < length; ++position) {
+    if (cancel && cancel->load()) {
+      result.cancelled = true;
+      break;
+    }
+    for (int64_t k = 0; k < count; ++k) inputs[k] = position == 0 ? 256 : fed[k][position - 1];
+    decoder.step(inputs.data(), logits.data());
+    done = position + 1;
+    if (position < prompt) continue;  // the prompt is given, not drawn
+    bool all_finished = true;
+    for (int64_t k = 0; k < count; ++k) {
+      const uint8_t byte = static_cast<uint8_t>(pick_byte(logits.data() + k * 256, request.settings, uniform(rngs[k])));
+      fed[k].push_back(byte);
+      if (finished[k]) continue;
+      std::vector<uint8_t>& s = result.samples[k];
+      s.push_back(byte);
+      ++result.generated_bytes;
+      for (const std::string& stop : request.stop_strings) {
+        if (ends_with(s, static_cast<size_t>(prompt), stop)) {
+          s.resize(s.size() - stop.size());
+          finished[k] = true;
+          break;
+        }
+      }
+      all_finished = all_finished && finished[k];
+    }
+    if (all_finished) break;
+    if (seconds_since(last_event) >= request.event_interval_seconds) flush(false);
+  }
+  flush(true);
+  result.seconds = seconds_since(start);
+  result.tokens_per_second = result.seconds > 0 ? static_cast<double>(result.generated_bytes) / result.seconds : 0.0;
+  return result;
+}
+
+SampleResult regenerate(models::SparseTransformer& model, const std::vector<uint8_t>& previous, int64_t keep,
+                        SampleRequest request, const EventSink& sink, const std::atomic<bool>* cancel) {
+  if (keep < 0 || keep > static_cast<int64_t>(previous.size())) {
+    throw Error("regenerate: position " + std::to_string(keep) + " is outside the sample's 0.." +
+                std::to_string(previous.size()) + " bytes");
+  }
+  request.prompt.assign(previous.begin(), previous.begin() + keep);
+  return sample(model, request, sink, cancel);
+}
+
+}  // namespace stx::engine
