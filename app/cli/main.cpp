@@ -1,7 +1,7 @@
 // stx: STX Studio's command line. Every engine job runs here headless.
 //
 // Exit status: 0 success, 1 a failed run (a bad file, a kernel error, a FAILed check), 2 a bad command
-// line, 130 a training run stopped by Ctrl-C after saving.
+// line, 130 a training run stopped by Ctrl-C after saving, or sampling stopped (what it made is written).
 #include <ATen/Parallel.h>
 #include <omp.h>
 
@@ -14,6 +14,7 @@
 #include "layout_command.h"
 #include "model_commands.h"
 #include "pattern_options.h"
+#include "sample_command.h"
 #include "stx/engine/error.h"
 #include "stx/kernels/error.h"
 #include "stx/models/model_config.h"
@@ -39,7 +40,7 @@ void use_all_cores() {
 int main(int argc, char** argv) {
   use_all_cores();
 
-  CLI::App app{"stx " STX_VERSION ": Sparse Transformers headless: train, evaluate, inspect models and patterns",
+  CLI::App app{"stx " STX_VERSION ": Sparse Transformers headless: train, evaluate, sample, inspect models and patterns",
                "stx"};
   app.set_version_flag("--version", "stx " STX_VERSION);
   app.require_subcommand(1);
@@ -56,6 +57,8 @@ int main(int argc, char** argv) {
   CLI::App* info = stx::cli::add_info_command(app, info_options);
   CLI::App* layout = stx::cli::add_layout_command(app, layout_options);
   CLI::App* check = stx::cli::add_check_command(app, check_options);
+  stx::cli::SampleCommandOptions sample_options;
+  CLI::App* sample = stx::cli::add_sample_command(app, sample_options);
 
   // Parse errors (unknown option, not a number) come from CLI11; their codes vary, we report them as 2.
   try {
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
     if (info->parsed()) return stx::cli::run_info_command(info_options);
     if (layout->parsed()) return stx::cli::run_layout_command(layout_options);
     if (check->parsed()) return stx::cli::run_check_command(check_options);
+    if (sample->parsed()) return stx::cli::run_sample_command(sample_options);
   } catch (const stx::cli::UsageError& e) {
     std::cerr << name << ": " << e.what() << "\n";
     return kExitUsage;

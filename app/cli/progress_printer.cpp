@@ -59,6 +59,32 @@ void ProgressPrinter::draw(const stx::engine::TrainProgress& p) {
   std::fflush(stderr);
 }
 
+void ProgressPrinter::draw(const stx::engine::SampleProgress& p) {
+  const double fraction = p.length > 0 ? static_cast<double>(p.position) / static_cast<double>(p.length) : 0;
+  char line[256];
+  if (tty_) {
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(fraction * kWidth);
+    std::string bar(static_cast<size_t>(filled), '=');
+    if (filled < kWidth) bar += '>';
+    bar.resize(kWidth, ' ');
+    std::snprintf(line, sizeof line, "\rbyte %lld/%lld [%s] %3.0f%%  %.0f tok/s  ETA %s   ",
+                  static_cast<long long>(p.position), static_cast<long long>(p.length), bar.c_str(), 100.0 * fraction,
+                  p.tokens_per_second, format_duration(p.eta_seconds).c_str());
+    std::fputs(line, stderr);
+    bar_open_ = true;
+  } else {
+    const auto now = std::chrono::steady_clock::now();
+    if (p.position != p.length && now - last_line_ < std::chrono::seconds(5)) return;
+    last_line_ = now;
+    std::snprintf(line, sizeof line, "byte %lld/%lld (%.0f%%), %.0f tok/s, ETA %s\n", static_cast<long long>(p.position),
+                  static_cast<long long>(p.length), 100.0 * fraction, p.tokens_per_second,
+                  format_duration(p.eta_seconds).c_str());
+    std::fputs(line, stderr);
+  }
+  std::fflush(stderr);
+}
+
 void ProgressPrinter::operator()(const stx::engine::Event& event) {
   using namespace stx::engine;
   std::visit(
@@ -86,6 +112,15 @@ void ProgressPrinter::operator()(const stx::engine::Event& event) {
           std::fprintf(stderr, "%s%s\n", prefix, e.text.c_str());
         } else if constexpr (std::is_same_v<T, JobEnded>) {
           end_bar();
+        } else if constexpr (std::is_same_v<T, SampleStarted>) {
+          if (!quiet_) {
+            std::fprintf(stderr, "seed %llu: %lld sample%s of %lld bytes (%lld given)\n",
+                         static_cast<unsigned long long>(e.seed), static_cast<long long>(e.count),
+                         e.count == 1 ? "" : "s", static_cast<long long>(e.length),
+                         static_cast<long long>(e.prompt_bytes));
+          }
+        } else if constexpr (std::is_same_v<T, SampleProgress>) {
+          if (!quiet_) draw(e);
         }
         std::fflush(stderr);
       },

@@ -15,6 +15,7 @@ class ProgressPrinter {
 
  private:
   void draw(const stx::engine::TrainProgress& p);
+  void draw(const stx::engine::SampleProgress& p);
   void end_bar();
   bool tty_;
   bool quiet_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -57,12 +58,18 @@ void check_request(const models::ModelConfig& config, const SampleRequest& r) {
 
 }  // namespace
 
+static std::string number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
 void SamplingSettings::validate() const {
   if (!(temperature >= 0.0 && temperature <= 100.0)) {
-    throw Error("temperature must be in [0, 100], got " + std::to_string(temperature));
+    throw Error("temperature must be in [0, 100], got " + number(temperature));
   }
   if (top_k < 0 || top_k > 256) throw Error("top-k must be in 0..256 (0: off), got " + std::to_string(top_k));
-  if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("top-p must be in (0, 1], got " + std::to_string(top_p));
+  if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("top-p must be in (0, 1], got " + number(top_p));
 }
 
 int pick_byte(const float* logits, const SamplingSettings& settings, double u) {

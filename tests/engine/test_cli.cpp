@@ -1,4 +1,4 @@
-// The stx CLI end to end on tiny runs: train, info, eval, layout --png, data-parallel training with two
+// The stx CLI end to end on tiny runs: train, info, eval, sample text, layout --png, data-parallel training with two
 // Gloo processes, and the one-line errors with their exit codes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -90,6 +90,44 @@ TEST(Cli, TrainInfoEvalOnATinyRun) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("at step 8"), std::string::npos) << r.err;
   EXPECT_EQ(stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "run")).state->step, 10);
+}
+
+TEST(Cli, SampleTextStreamsWritesNumberedFilesAndReproducesItsSeed) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  const std::string run = (tmp / "run").string();
+  ASSERT_EQ(stx(tmp, "train --config " + write_config(tmp).string() + " --data " + data.string() + " --out " + run +
+                         " --steps 2 --batch 2 --quiet").status, 0);
+
+  const std::string out = (tmp / "s.txt").string();
+  Result r = stx(tmp, "sample text --model " + run + " --prompt hello --max-bytes 20 --n 2 --seed 42 --out " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("seed 42"), std::string::npos) << r.err;  // the seed used is shown
+  const std::string first = slurp(tmp / "s-1.txt"), second = slurp(tmp / "s-2.txt");
+  EXPECT_EQ(first.size(), 25u);
+  EXPECT_EQ(first.rfind("hello", 0), 0u);
+  EXPECT_EQ(r.out, first + "\n");  // sample 1 streamed to the terminal as it came
+  EXPECT_TRUE(fs::exists(tmp / "s-2.txt"));
+
+  // An existing output is kept unless --force; the same seed gives the same bytes.
+  r = stx(tmp, "sample text --model " + run + " --prompt hello --max-bytes 20 --n 2 --seed 42 --out " + out);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("s-1.txt already exists; pass --force"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1u);
+  r = stx(tmp, "sample text --model " + run + " --prompt hello --max-bytes 20 --n 2 --seed 42 --force --out " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(tmp / "s-1.txt"), first);
+  EXPECT_EQ(slurp(tmp / "s-2.txt"), second);
+
+  // The wrong kind of model for the task, and a length past the context: one line, exit 2.
+  r = stx(tmp, "sample image --model " + run + " --out " + (tmp / "x.png").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("is a text model; `stx sample image` needs an image model"), std::string::npos) << r.err;
+  r = stx(tmp, "sample text --model " + run + " --prompt hello --max-bytes 64 --out " + (tmp / "y.txt").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "x.png"));
+  EXPECT_FALSE(fs::exists(tmp / "y.txt"));
 }
 
 TEST(Cli, BadInputGetsOneLineAndANonZeroExit) {

@@ -1,0 +1,224 @@
+#include "sample_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+
+#include "pattern_options.h"
+#include "progress_printer.h"
+#include "stx/engine/atomic_file.h"
+#include "stx/engine/audio_io.h"
+#include "stx/engine/checkpoint.h"
+#include "stx/engine/error.h"
+#include "stx/engine/export.h"
+#include "stx/engine/image_io.h"
+#include "stx/engine/sampler.h"
+
+namespace stx::cli {
+namespace {
+
+constexpr int kExitInterrupted = 130;
+constexpr uint64_t kMaxPromptFileBytes = 64ull << 20;
+
+std::atomic<bool> g_stop{false};
+
+void on_interrupt(int) {
+  if (g_stop.exchange(true)) {
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+    return;
+  }
+  const char message[] = "\nstx sample: stopping; what was generated will be written (Ctrl-C again to quit now)\n";
+  (void)!write(STDERR_FILENO, message, sizeof message - 1);
+}
+
+void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
+  c.add_option("--model", o.model, "a model folder, or a run folder (its latest checkpoint)")->required();
+  c.add_option("--out", o.out, out_help)->required();
+  c.add_option("--n", o.count, "samples, generated together; with several, FILE-1, FILE-2, ...")->capture_default_str();
+  c.add_option("--seed", o.seed, "random seed (default: a fresh one, printed before generation starts)");
+  c.add_option("--temperature", o.temperature, "sampling temperature; 0 picks the most likely byte")->capture_default_str();
+  c.add_option("--top-k", o.top_k, "sample among the k most likely bytes (0: all)")->capture_default_str();
+  c.add_option("--top-p", o.top_p, "sample among the most likely bytes holding this probability (1: all)")
+      ->capture_default_str();
+  c.add_flag("--force", o.force, "replace existing output files");
+  c.add_flag("--quiet", o.quiet, "print only errors and the result");
+}
+
+std::string file_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+
+std::string a_model(models::DataKind kind) {
+  return std::string(kind == models::DataKind::image || kind == models::DataKind::audio ? "an " : "a ") +
+         models::to_string(kind) + " model";
+}
+
+void require_kind(const engine::ModelBundle& m, models::DataKind want, const std::string& task) {
+  if (m.config.kind == want) return;
+  throw UsageError("the model in " + m.folder.string() + " is " + a_model(m.config.kind) + "; `stx sample " + task +
+                   "` needs " + a_model(want));
+}
+
+}  // namespace
+
+CLI::App* add_sample_command(CLI::App& app, SampleCommandOptions& o) {
+  CLI::App* sample = app.add_subcommand("sample", "Generate images, audio or text with a model and export them");
+  sample->require_subcommand(1);
+  CLI::App* image = sample->add_subcommand("image", "Generate or complete images (PNG)");
+  add_common(*image, o, "the PNG to write");
+  image->add_option("--prompt", o.prompt, "an image to complete (any size: converted like the training images)");
+  image->add_option("--keep-rows", o.keep_rows, "rows of --prompt kept; the rest is generated");
+  image->callback([&o] { o.kind = "image"; });
+  CLI::App* audio = sample->add_subcommand("audio", "Generate or continue 12 kHz audio (WAV)");
+  add_common(*audio, o, "the WAV to write");
+  audio->add_option("--prompt", o.prompt, "a clip to continue (WAV, FLAC, OGG, AIFF...: resampled to 12 kHz)");
+  audio->add_option("--seconds", o.seconds, "seconds to generate after the prompt")->required();
+  audio->add_option("--rate", o.output_rate, "WAV sample rate")->check(CLI::IsMember({12000, 44100, 48000}))
+      ->capture_default_str();
+  audio->callback([&o] { o.kind = "audio"; });
+  CLI::App* text = sample->add_subcommand("text", "Continue text (TXT); the text streams to the terminal");
+  add_common(*text, o, "the text file to write");
+  auto* prompt = text->add_option("--prompt", o.prompt, "the text to continue");
+  text->add_option("--prompt-file", o.prompt_file, "a file whose bytes are the text to continue")->excludes(prompt);
+  text->add_option("--max-bytes", o.max_bytes, "bytes to generate at most")->capture_default_str();
+  text->add_option("--stop", o.stop, "end a sample when it generates this string (repeatable)");
+  text->callback([&o] { o.kind = "text"; });
+  return sample;
+}
+
+int run_sample_command(SampleCommandOptions& o) {
+  require_between("--n", o.count, 1, 256);
+  engine::SamplingSettings settings{o.temperature, o.top_k, o.top_p};
+  try {
+    settings.validate();
+  } catch (const engine::Error& e) {
+    throw UsageError(e.what());
+  }
+  const engine::Overwrite overwrite = o.force ? engine::Overwrite::Replace : engine::Overwrite::Refuse;
+  engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
+  bundle.model->eval();
+  const models::ModelConfig& c = bundle.config;
+
+  engine::SampleRequest request;
+  request.count = o.count;
+  request.settings = settings;
+  request.seed = o.seed;
+  engine::ExportInfo info;
+  info.model_name = c.name;
+  info.model_hash = bundle.weights_hash;
+  info.temperature = o.temperature;
+  info.top_k = o.top_k;
+  info.top_p = o.top_p;
+  info.prompt = "unconditional";
+
+  if (o.kind == "image") {
+    require_kind(bundle, models::DataKind::image, "image");
+    request.length = c.context;
+    const int64_t row_bytes = c.image_width * c.image_channels;
+    if (o.keep_rows >= 0 && o.prompt.empty()) throw UsageError("--keep-rows needs --prompt IMAGE");
+    if (!o.prompt.empty()) {
+      if (o.keep_rows < 0) throw UsageError("--prompt needs --keep-rows K (rows of the prompt to keep)");
+      require_between("--keep-rows", o.keep_rows, 0, c.image_height - 1);
+      const std::vector<uint8_t> image = engine::load_image_bytes(
+          o.prompt, engine::ImageShape{static_cast<int>(c.image_height), static_cast<int>(c.image_width),
+                                       static_cast<int>(c.image_channels)});
+      request.prompt.assign(image.begin(), image.begin() + o.keep_rows * row_bytes);
+      info.prompt = "image " + file_name(o.prompt);
+      info.prompt_rows_kept = static_cast<int>(o.keep_rows);
+    }
+  } else if (o.kind == "audio") {
+    require_kind(bundle, models::DataKind::audio, "audio");
+    if (!(o.seconds > 0)) throw UsageError("--seconds must be more than 0");
+    const auto generate = static_cast<int64_t>(std::llround(o.seconds * engine::kSampleRate));
+    const double most = static_cast<double>(c.context - 1) / engine::kSampleRate;
+    if (generate < 1 || generate > c.context - 1) {
+      throw UsageError("--seconds must be at most " + std::to_string(most).substr(0, 5) + " with this model (context " +
+                       std::to_string(c.context) + " samples at 12 kHz)");
+    }
+    if (!o.prompt.empty()) {
+      std::vector<uint8_t> clip = engine::load_audio_mulaw(o.prompt);
+      const auto room = static_cast<size_t>(c.context - generate);
+      if (clip.size() > room) {
+        std::fprintf(stderr, "stx sample: the prompt clip is longer than the model's context leaves room for; "
+                             "its last %.2f s are used\n", static_cast<double>(room) / engine::kSampleRate);
+        clip.erase(clip.begin(), clip.end() - static_cast<std::ptrdiff_t>(room));
+      }
+      request.prompt = std::move(clip);
+      info.prompt = "clip " + file_name(o.prompt);
+    }
+    request.length = static_cast<int64_t>(request.prompt.size()) + generate;
+  } else {
+    require_kind(bundle, models::DataKind::text, "text");
+    if (!o.prompt_file.empty()) {
+      request.prompt = engine::read_file(o.prompt_file, kMaxPromptFileBytes);
+    } else {
+      request.prompt.assign(o.prompt.begin(), o.prompt.end());
+    }
+    require_between("--max-bytes", o.max_bytes, 1, c.context - 1);
+    const auto prompt_bytes = static_cast<int64_t>(request.prompt.size());
+    if (prompt_bytes + o.max_bytes > c.context) {
+      throw UsageError("the prompt (" + std::to_string(prompt_bytes) + " bytes) and --max-bytes " +
+                       std::to_string(o.max_bytes) + " exceed the model's context of " + std::to_string(c.context) +
+                       " bytes");
+    }
+    request.length = prompt_bytes + o.max_bytes;
+    request.stop_strings = o.stop;
+    info.prompt = std::string(request.prompt.begin(), request.prompt.end());
+  }
+  // Every output is checked before generating, so a clash shows now rather than after a long run.
+  for (int i = 1; i <= o.count; ++i) {
+    engine::check_export_target(engine::numbered_path(o.out, i, static_cast<int>(o.count)), overwrite);
+  }
+
+  // Text streams sample 1 to standard output as it comes; the bar would garble it, so text shows none.
+  const bool stream_text = o.kind == "text";
+  ProgressPrinter printer(o.quiet || stream_text);
+  if (stream_text && !o.quiet) std::fwrite(request.prompt.data(), 1, request.prompt.size(), stdout);
+  g_stop = false;
+  signal(SIGINT, on_interrupt);
+  const engine::SampleResult result = engine::sample(
+      bundle.model, request,
+      [&](const engine::Event& e) {
+        if (const auto* b = std::get_if<engine::SampleBytes>(&e); b && stream_text && b->sample == 0 && !o.quiet) {
+          std::fwrite(b->bytes.data(), 1, b->bytes.size(), stdout);
+          std::fflush(stdout);
+        }
+        if (stream_text && !o.quiet) {
+          if (const auto* s = std::get_if<engine::SampleStarted>(&e)) {
+            std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(s->seed));
+          }
+        }
+        printer(e);
+      },
+      &g_stop);
+  signal(SIGINT, SIG_DFL);
+  printer(engine::JobEnded{});
+  if (stream_text && !o.quiet) std::fputc('\n', stdout);
+
+  info.seed = result.seed;
+  info.created = engine::utc_timestamp_now();
+  for (int64_t k = 0; k < o.count; ++k) {
+    const std::filesystem::path path = engine::numbered_path(o.out, static_cast<int>(k + 1), static_cast<int>(o.count));
+    const std::vector<uint8_t>& bytes = result.samples[static_cast<size_t>(k)];
+    if (o.kind == "image") {
+      std::vector<uint8_t> pixels(static_cast<size_t>(c.context), 0);  // a stopped sample: the rest stays black
+      std::copy(bytes.begin(), bytes.end(), pixels.begin());
+      engine::write_png_export(path, pixels.data(), static_cast<int>(c.image_width), static_cast<int>(c.image_height),
+                               static_cast<int>(c.image_channels), info, overwrite);
+    } else if (o.kind == "audio") {
+      engine::write_wav(path, bytes.data(), bytes.size(), o.output_rate, info, overwrite);
+    } else {
+      engine::write_text(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), overwrite);
+    }
+    if (!o.quiet || k == 0) std::fprintf(stderr, "wrote %s\n", path.string().c_str());
+  }
+  std::fprintf(stderr, "%s%lld bytes generated in %.1f s (%.0f tok/s), seed %llu\n",
+               result.cancelled ? "stopped: " : "", static_cast<long long>(result.generated_bytes), result.seconds,
+               result.tokens_per_second, static_cast<unsigned long long>(result.seed));
+  return result.cancelled ? kExitInterrupted : 0;
+}
+
+}  // namespace stx::cli
