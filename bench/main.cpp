@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attention_bench.h"
+#include "sample_bench.h"
 #include "train_bench.h"
 
 namespace {
@@ -16,6 +17,7 @@ using RegisterCommand = void (*)(CLI::App& parent);
 constexpr RegisterCommand kCommands[] = {
     stx::bench::register_attention_command,
     stx::bench::register_train_command,
+    stx::bench::register_sample_command,
 };
 
 }  // namespace

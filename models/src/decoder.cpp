@@ -1,9 +1,13 @@
 #include "stx/models/decoder.h"
 
 #include <ATen/ATen.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -50,6 +54,17 @@ void linear(const std::vector<float>& x, int64_t rows, const LinearWeights& laye
 
 }  // namespace
 
+void IncrementalDecoder::FreeCache::operator()(float* p) const { std::free(p); }
+
+IncrementalDecoder::CacheBuffer IncrementalDecoder::allocate_cache(size_t floats) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t bytes = (floats * sizeof(float) + kHugePage - 1) / kHugePage * kHugePage;
+  void* memory = std::aligned_alloc(kHugePage, bytes);
+  if (memory == nullptr) throw std::bad_alloc();
+  (void)madvise(memory, bytes, MADV_HUGEPAGE);  // a hint: without it, or where refused, 4 KiB pages work too
+  return CacheBuffer(static_cast<float*>(memory));
+}
+
 IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear& linear) {
   Linear l;
   l.in = linear->weight.size(1);
@@ -85,8 +100,8 @@ IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, 
     l.ff_out = snapshot(block->ff_out);
     l.patterns = block->patterns();
     const size_t cache = static_cast<size_t>(batch_ * capacity_ * d);
-    l.k_cache.reset(new float[cache]);
-    l.v_cache.reset(new float[cache]);
+    l.k_cache = allocate_cache(cache);
+    l.v_cache = allocate_cache(cache);
     layers_.push_back(std::move(l));
   }
   final_norm_ = snapshot(model->final_norm);
@@ -199,6 +214,23 @@ void IncrementalDecoder::rewind(int64_t position) {
   }
   position_ = position;
   probe_position_ = -1;
+}
+
+void IncrementalDecoder::skip_to_for_timing(int64_t position) {
+  if (position < position_ || position >= capacity_) {
+    throw std::out_of_range("decoder: cannot skip to " + std::to_string(position) + " from " +
+                            std::to_string(position_) + " with capacity " + std::to_string(capacity_));
+  }
+  const int64_t heads = config_.heads, dh = config_.head_dim();
+  for (Layer& layer : layers_) {
+    for (int64_t bh = 0; bh < batch_ * heads; ++bh) {
+      const size_t first = static_cast<size_t>((bh * capacity_ + position_) * dh);
+      const size_t count = static_cast<size_t>((position - position_) * dh);
+      std::fill_n(layer.k_cache.get() + first, count, 0.0f);
+      std::fill_n(layer.v_cache.get() + first, count, 0.0f);
+    }
+  }
+  position_ = position;
 }
 
 void IncrementalDecoder::set_probe(int layer, int head) {

@@ -45,6 +45,11 @@ class IncrementalDecoder {
   // Forgets positions >= position (0 <= position <= position()); the next step decodes `position`.
   void rewind(int64_t position);
 
+  // Jumps forward to `position` (position() <= position < capacity) without computing the positions in
+  // between: their cached keys and values are set to zero. Only for measuring the cost of a step at a late
+  // position (a step costs the same whatever the cache holds); samples from there are meaningless.
+  void skip_to_for_timing(int64_t position);
+
   // Records, at every later step, what head `head` of block `layer` attended for each sample; -1 turns it
   // off. While off, nothing is computed or copied for it.
   void set_probe(int layer, int head);
@@ -61,11 +66,18 @@ class IncrementalDecoder {
   struct Norm {
     std::vector<float> gamma, beta;
   };
+  struct FreeCache {
+    void operator()(float* p) const;
+  };
+  // Huge-page backed where the system allows: the strided pattern reads keys l rows apart, a page or more
+  // each, and with 4 KiB pages nearly every key read was a TLB miss.
+  using CacheBuffer = std::unique_ptr<float[], FreeCache>;
+  static CacheBuffer allocate_cache(size_t floats);
   struct Layer {
     Norm norm_attention, norm_ff;
     Linear qkv, attention_out, ff_in, ff_out;
     std::vector<kernels::HeadPattern> patterns;
-    std::unique_ptr<float[]> k_cache, v_cache;  // [batch, heads, capacity, head_dim], left uninitialised
+    CacheBuffer k_cache, v_cache;  // [batch, heads, capacity, head_dim], left uninitialised
   };
 
   void embed(const int32_t* input_tokens);

@@ -1,0 +1,151 @@
+#include "sample_bench.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stx/engine/atomic_file.h"
+#include "stx/models/decoder.h"
+#include "stx/models/model_config.h"
+#include "stx/models/sparse_transformer.h"
+
+namespace stx::bench {
+namespace {
+
+struct SampleBenchOptions {
+  std::vector<std::string> models = {"image", "text", "audio"};
+  std::vector<int64_t> batches = {1, 8};
+  int64_t audio_context = 65536;
+  double seconds_per_row = 1.0;
+  int threads = 0;  // 0: every core
+  bool dense = true;
+  std::string json_path;
+};
+
+struct Row {
+  std::string model, pattern;
+  int64_t batch = 0, position = 0, parameters = 0;
+  double tokens_per_s = 0, steps_per_s = 0;
+};
+
+// The preset of each data kind; audio at the 65,536 context (5.5 s of 12 kHz audio).
+models::ModelConfig config_for(const SampleBenchOptions& o, const std::string& model, bool dense) {
+  models::ModelConfig c = models::preset(model + "-small");
+  if (model == "audio") c.context = o.audio_context;
+  if (dense) c.pattern = kernels::Pattern::dense;
+  c.name = model + (dense ? "-dense" : "");
+  c.validate();
+  return c;
+}
+
+// Positions to time: early, middle and late in the context.
+std::vector<int64_t> positions_for(int64_t context) {
+  std::vector<int64_t> p = {std::min<int64_t>(1000, context / 8), context / 2, context - context / 16};
+  if (context >= 65536) p = {1000, 16000, 60000};
+  p.erase(std::unique(p.begin(), p.end()), p.end());
+  return p;
+}
+
+// Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context).
+Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds) {
+  const int64_t capacity = model->config().context;
+  models::IncrementalDecoder decoder(model, batch, capacity);
+  decoder.skip_to_for_timing(position);
+  std::vector<int32_t> inputs(static_cast<size_t>(batch), 65);
+  std::vector<float> logits(static_cast<size_t>(batch * 256));
+  decoder.step(inputs.data(), logits.data());  // warm-up: first touch of the buffers
+  const auto start = std::chrono::steady_clock::now();
+  int64_t steps = 0;
+  double elapsed = 0;
+  while ((steps < 8 || elapsed < seconds) && decoder.position() < capacity) {
+    decoder.step(inputs.data(), logits.data());
+    ++steps;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  Row r;
+  r.batch = batch;
+  r.position = position;
+  r.steps_per_s = static_cast<double>(steps) / elapsed;
+  r.tokens_per_s = r.steps_per_s * static_cast<double>(batch);
+  return r;
+}
+
+void run(const SampleBenchOptions& o) {
+  const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  omp_set_num_threads(threads);
+  std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
+              "tokens/s counts every sample of the batch\n", threads);
+  std::printf("%-6s  %-8s  %9s  %5s  %8s  %10s  %9s\n", "model", "pattern", "params", "batch", "position",
+              "tokens/s", "steps/s");
+  std::vector<Row> rows;
+  for (const std::string& name : o.models) {
+    for (bool dense : {false, true}) {
+      if (dense && !o.dense) continue;
+      at::manual_seed(1);
+      const models::ModelConfig config = config_for(o, name, dense);
+      models::SparseTransformer model(config);
+      model->eval();
+      for (int64_t batch : o.batches) {
+        for (int64_t position : positions_for(config.context)) {
+          Row r = time_at(model, batch, position, o.seconds_per_row);
+          r.model = name;
+          r.pattern = kernels::to_string(config.pattern);
+          r.parameters = model->parameter_count();
+          std::printf("%-6s  %-8s  %9lld  %5lld  %8lld  %10.0f  %9.0f\n", r.model.c_str(), r.pattern.c_str(),
+                      static_cast<long long>(r.parameters), static_cast<long long>(r.batch),
+                      static_cast<long long>(r.position), r.tokens_per_s, r.steps_per_s);
+          std::fflush(stdout);
+          rows.push_back(r);
+        }
+      }
+    }
+  }
+  if (o.json_path.empty()) return;
+  nlohmann::json records = nlohmann::json::array();
+  for (const Row& r : rows) {
+    records.push_back({{"model", r.model}, {"pattern", r.pattern}, {"position", r.position},
+                       {"tokens_per_s", r.tokens_per_s}, {"steps_per_s", r.steps_per_s}, {"batch", r.batch},
+                       {"parameters", r.parameters}, {"threads", threads}});
+  }
+  engine::write_file_atomic(o.json_path, records.dump(2) + "\n");
+  std::printf("wrote %s\n", o.json_path.c_str());
+}
+
+}  // namespace
+
+void register_sample_command(CLI::App& parent) {
+  auto o = std::make_shared<SampleBenchOptions>();
+  CLI::App* cmd = parent.add_subcommand("sample", "Tokens/s of incremental decoding at several positions, "
+                                                  "the preset pattern against dense");
+  cmd->add_option("--model", o->models, "Models: image, text, audio (their -small presets)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"image", "text", "audio"}))
+      ->capture_default_str();
+  cmd->add_option("--batch", o->batches, "Samples decoded together; repeat or give a comma list")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--audio-context", o->audio_context, "Context of the audio model")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--seconds", o->seconds_per_row, "Time spent decoding per row")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads (0: every core)")->check(CLI::Range(0, 1024))->capture_default_str();
+  cmd->add_flag("!--no-dense", o->dense, "Skip the dense-pattern models");
+  cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace stx::bench
