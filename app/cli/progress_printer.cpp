@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -23,6 +24,20 @@ std::string format_duration(double seconds) {
   return text;
 }
 
+namespace {
+
+// "=====>      ": 24 columns filled in proportion to fraction.
+std::string progress_bar(double fraction) {
+  constexpr int kWidth = 24;
+  const int filled = std::clamp(static_cast<int>(fraction * kWidth), 0, kWidth);
+  std::string bar(static_cast<size_t>(filled), '=');
+  if (filled < kWidth) bar += '>';
+  bar.resize(kWidth, ' ');
+  return bar;
+}
+
+}  // namespace
+
 ProgressPrinter::ProgressPrinter(bool quiet) : tty_(isatty(STDERR_FILENO) != 0), quiet_(quiet) {}
 
 void ProgressPrinter::end_bar() {
@@ -36,11 +51,7 @@ void ProgressPrinter::draw(const stx::engine::TrainProgress& p) {
   if (last_validation_ >= 0) std::snprintf(validation, sizeof validation, " val %.3f", last_validation_);
   char line[256];
   if (tty_) {
-    constexpr int kWidth = 24;
-    const int filled = static_cast<int>(fraction * kWidth);
-    std::string bar(static_cast<size_t>(filled), '=');
-    if (filled < kWidth) bar += '>';
-    bar.resize(kWidth, ' ');
+    const std::string bar = progress_bar(fraction);
     std::snprintf(line, sizeof line, "\rstep %lld/%lld [%s] %3.0f%% loss %.3f bpb%s  %.0f tok/s  ETA %s   ",
                   static_cast<long long>(p.step), static_cast<long long>(p.total_steps), bar.c_str(),
                   100.0 * fraction, p.loss_bits_per_byte, validation, p.tokens_per_second,
@@ -63,11 +74,7 @@ void ProgressPrinter::draw(const stx::engine::SampleProgress& p) {
   const double fraction = p.length > 0 ? static_cast<double>(p.position) / static_cast<double>(p.length) : 0;
   char line[256];
   if (tty_) {
-    constexpr int kWidth = 24;
-    const int filled = static_cast<int>(fraction * kWidth);
-    std::string bar(static_cast<size_t>(filled), '=');
-    if (filled < kWidth) bar += '>';
-    bar.resize(kWidth, ' ');
+    const std::string bar = progress_bar(fraction);
     std::snprintf(line, sizeof line, "\rbyte %lld/%lld [%s] %3.0f%%  %.0f tok/s  ETA %s   ",
                   static_cast<long long>(p.position), static_cast<long long>(p.length), bar.c_str(), 100.0 * fraction,
                   p.tokens_per_second, format_duration(p.eta_seconds).c_str());
