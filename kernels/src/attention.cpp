@@ -187,6 +187,12 @@ void attention_decode(const DecodeParams& p_in) {
   STX_KERNEL_CHECK(p_in.position >= 0 && p_in.position < p_in.capacity,
                    std::string(op) + ": expected 0 <= position < capacity (" + str(p_in.capacity) + "), got " +
                        str(p_in.position));
+  STX_KERNEL_CHECK(p_in.cache_columns >= 0, std::string(op) + ": cache_columns must be >= 0, got " +
+                                                str(p_in.cache_columns));
+  STX_KERNEL_CHECK((p_in.k_window == nullptr) == (p_in.v_window == nullptr),
+                   std::string(op) + ": give both k_window and v_window, or neither");
+  STX_KERNEL_CHECK(p_in.k_window == nullptr || p_in.cache_columns > 0,
+                   std::string(op) + ": a window cache needs cache_columns > 0");
   for (int64_t h = 0; h < p_in.heads; ++h) validate(p_in.patterns[h]);
   DecodeParams p = p_in;
   p.scale = resolve_scale(p.scale, p.head_dim);

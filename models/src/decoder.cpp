@@ -99,7 +99,15 @@ IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, 
     l.ff_in = snapshot(block->ff_in);
     l.ff_out = snapshot(block->ff_out);
     l.patterns = block->patterns();
-    const size_t cache = static_cast<size_t>(batch_ * capacity_ * d);
+    // Strided heads read every l-th key before i: with the cache in column order those are contiguous.
+    const bool all_strided = std::all_of(l.patterns.begin(), l.patterns.end(), [&](const kernels::HeadPattern& h) {
+      return h.pattern == kernels::Pattern::strided && h.stride == l.patterns[0].stride;
+    });
+    l.cache_columns = all_strided && l.patterns[0].stride > 1 ? l.patterns[0].stride : 0;
+    l.cache_rows = kernels::cache_rows(capacity_, l.cache_columns);
+    const size_t cache = static_cast<size_t>(batch_ * l.cache_rows * d);
+    l.k_window.assign(static_cast<size_t>(batch_ * l.cache_columns * d), 0.0f);
+    l.v_window.assign(l.k_window.size(), 0.0f);
     l.k_cache = allocate_cache(cache);
     l.v_cache = allocate_cache(cache);
     layers_.push_back(std::move(l));
@@ -139,9 +147,15 @@ void IncrementalDecoder::attention(Layer& layer, int layer_index) {
   // qkv_ rows are [3, heads, head_dim]: append this position's keys and values to the caches.
   for (int64_t b = 0; b < batch_; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
-      const int64_t at = ((b * heads + h) * capacity_ + position_) * dh;
+      const int64_t row = kernels::cache_row(position_, layer.cache_columns, capacity_);
+      const int64_t at = ((b * heads + h) * layer.cache_rows + row) * dh;
       std::memcpy(layer.k_cache.get() + at, qkv_.data() + b * 3 * d + d + h * dh, sizeof(float) * dh);
       std::memcpy(layer.v_cache.get() + at, qkv_.data() + b * 3 * d + 2 * d + h * dh, sizeof(float) * dh);
+      if (layer.cache_columns > 0) {
+        const int64_t slot = ((b * heads + h) * layer.cache_columns + position_ % layer.cache_columns) * dh;
+        std::memcpy(layer.k_window.data() + slot, qkv_.data() + b * 3 * d + d + h * dh, sizeof(float) * dh);
+        std::memcpy(layer.v_window.data() + slot, qkv_.data() + b * 3 * d + 2 * d + h * dh, sizeof(float) * dh);
+      }
     }
   }
   const bool probing = layer_index == probe_layer_;
@@ -152,7 +166,13 @@ void IncrementalDecoder::attention(Layer& layer, int layer_index) {
   p.out = attended_.data();
   p.lse = probing ? probe_lse_.data() : nullptr;
   p.q_stride = kernels::Strides{3 * d, dh, 0};
-  p.k_stride = p.v_stride = kernels::Strides::contiguous(heads, capacity_, dh);
+  p.k_stride = p.v_stride = kernels::Strides::contiguous(heads, layer.cache_rows, dh);
+  p.cache_columns = layer.cache_columns;
+  if (layer.cache_columns > 0) {
+    p.k_window = layer.k_window.data();
+    p.v_window = layer.v_window.data();
+    p.k_window_stride = p.v_window_stride = kernels::Strides::contiguous(heads, layer.cache_columns, dh);
+  }
   p.out_stride = kernels::Strides{d, dh, 0};
   p.batch = batch_;
   p.heads = heads;
@@ -212,6 +232,20 @@ void IncrementalDecoder::rewind(int64_t position) {
     throw std::out_of_range("decoder: cannot rewind to " + std::to_string(position) + " from " +
                             std::to_string(position_));
   }
+  // The window rows of positions before `position` may hold later positions now: refill them from the cache.
+  const int64_t heads = config_.heads, dh = config_.head_dim();
+  for (Layer& layer : layers_) {
+    const int64_t l = layer.cache_columns;
+    if (l == 0) continue;
+    for (int64_t bh = 0; bh < batch_ * heads; ++bh) {
+      for (int64_t j = std::max<int64_t>(0, position - l); j < position; ++j) {
+        const int64_t from = (bh * layer.cache_rows + kernels::cache_row(j, l, capacity_)) * dh;
+        const int64_t to = (bh * l + j % l) * dh;
+        std::copy_n(layer.k_cache.get() + from, dh, layer.k_window.data() + to);
+        std::copy_n(layer.v_cache.get() + from, dh, layer.v_window.data() + to);
+      }
+    }
+  }
   position_ = position;
   probe_position_ = -1;
 }
@@ -224,10 +258,17 @@ void IncrementalDecoder::skip_to_for_timing(int64_t position) {
   const int64_t heads = config_.heads, dh = config_.head_dim();
   for (Layer& layer : layers_) {
     for (int64_t bh = 0; bh < batch_ * heads; ++bh) {
-      const size_t first = static_cast<size_t>((bh * capacity_ + position_) * dh);
-      const size_t count = static_cast<size_t>((position - position_) * dh);
-      std::fill_n(layer.k_cache.get() + first, count, 0.0f);
-      std::fill_n(layer.v_cache.get() + first, count, 0.0f);
+      for (int64_t j = position_; j < position; ++j) {
+        const int64_t row = kernels::cache_row(j, layer.cache_columns, capacity_);
+        const size_t at = static_cast<size_t>((bh * layer.cache_rows + row) * dh);
+        std::fill_n(layer.k_cache.get() + at, dh, 0.0f);
+        std::fill_n(layer.v_cache.get() + at, dh, 0.0f);
+        if (layer.cache_columns > 0) {
+          const size_t slot = static_cast<size_t>((bh * layer.cache_columns + j % layer.cache_columns) * dh);
+          std::fill_n(layer.k_window.data() + slot, dh, 0.0f);
+          std::fill_n(layer.v_window.data() + slot, dh, 0.0f);
+        }
+      }
     }
   }
   position_ = position;
@@ -261,11 +302,12 @@ void IncrementalDecoder::probe(int64_t sample, std::vector<int64_t>& positions, 
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   const float lse = probe_lse_[static_cast<size_t>(sample * config_.heads + probe_head_)];
   const float* q = probe_q_.data() + sample * dh;
-  const float* keys = layer.k_cache.get() + (sample * config_.heads + probe_head_) * capacity_ * dh;
+  const float* keys = layer.k_cache.get() + (sample * config_.heads + probe_head_) * layer.cache_rows * dh;
   weights.reserve(positions.size());
   for (int64_t j : positions) {
     float s = 0.0f;
-    for (int64_t i = 0; i < dh; ++i) s += q[i] * keys[j * dh + i];
+    const float* k = keys + kernels::cache_row(j, layer.cache_columns, capacity_) * dh;
+    for (int64_t i = 0; i < dh; ++i) s += q[i] * k[i];
     weights.push_back(std::exp(scale * s - lse));
   }
 }

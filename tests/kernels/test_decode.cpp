@@ -205,3 +205,93 @@ TEST(DecodeErrors, BadInputThrowsNamingTheProblem) {
 }
 
 }  // namespace
+
+namespace {
+
+// The column-ordered cache (DecodeParams::cache_columns) holds the same keys in another row order: decoding
+// must give bit-identical results at every position, whatever the pattern, with a capacity that is not a
+// multiple of the column count; and with the window of the last L keys, which must then be read from it.
+TEST(DecodeColumnOrder, EqualsNaturalOrderAtEveryPosition) {
+  const int64_t B = 2, H = 3, D = 32, T = 120, capacity = 131;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const int64_t columns : {int64_t{7}, int64_t{16}}) {
+    const int64_t rows = cache_rows(capacity, columns);
+    ASSERT_GE(rows, capacity);
+    std::vector<float> k(static_cast<size_t>(B * H * capacity * D)), v(k.size()), q(static_cast<size_t>(B * H * D));
+    std::vector<float> k_columns(static_cast<size_t>(B * H * rows * D), kNaN), v_columns(k_columns.size(), kNaN);
+    for (float& x : k) x = normal(rng);
+    for (float& x : v) x = normal(rng);
+    for (float& x : q) x = normal(rng);
+    for (int64_t bh = 0; bh < B * H; ++bh) {
+      for (int64_t j = 0; j < capacity; ++j) {
+        const int64_t row = cache_row(j, columns, capacity);
+        ASSERT_LT(row, rows);
+        for (int64_t d = 0; d < D; ++d) {
+          k_columns[(bh * rows + row) * D + d] = k[(bh * capacity + j) * D + d];
+          v_columns[(bh * rows + row) * D + d] = v[(bh * capacity + j) * D + d];
+        }
+      }
+    }
+    for (const Pattern pattern : {Pattern::strided, Pattern::fixed, Pattern::dense}) {
+      const auto patterns = layer_patterns(pattern, columns, 2, static_cast<int>(H), Combination::merged);
+      for (int64_t i = 0; i < T; ++i) {
+        std::vector<float> natural(q.size()), ordered(q.size()), lse_natural(B * H), lse_ordered(B * H);
+        DecodeParams p;
+        p.q = q.data();
+        p.q_stride = Strides{H * D, D, 0};
+        p.out_stride = Strides{H * D, D, 0};
+        p.batch = B;
+        p.heads = H;
+        p.head_dim = D;
+        p.capacity = capacity;
+        p.position = i;
+        p.patterns = patterns.data();
+        p.k_cache = k.data();
+        p.v_cache = v.data();
+        p.k_stride = p.v_stride = Strides::contiguous(H, capacity, D);
+        p.out = natural.data();
+        p.lse = lse_natural.data();
+        attention_decode(p);
+        p.k_cache = k_columns.data();
+        p.v_cache = v_columns.data();
+        p.k_stride = p.v_stride = Strides::contiguous(H, rows, D);
+        p.cache_columns = columns;
+        p.out = ordered.data();
+        p.lse = lse_ordered.data();
+        attention_decode(p);
+        ASSERT_EQ(natural, ordered) << to_string(pattern) << " columns " << columns << " position " << i;
+        ASSERT_EQ(lse_natural, lse_ordered);
+        // With the window of the last `columns` positions (row j mod columns), NaN everywhere else.
+        std::vector<float> k_window(static_cast<size_t>(B * H * columns * D), kNaN), v_window(k_window.size(), kNaN);
+        for (int64_t bh = 0; bh < B * H; ++bh) {
+          for (int64_t j = std::max<int64_t>(0, i - columns + 1); j <= i; ++j) {
+            for (int64_t d = 0; d < D; ++d) {
+              k_window[(bh * columns + j % columns) * D + d] = k[(bh * capacity + j) * D + d];
+              v_window[(bh * columns + j % columns) * D + d] = v[(bh * capacity + j) * D + d];
+            }
+          }
+          // Blank the band in the column cache: it must be read from the window.
+          for (int64_t j = std::max<int64_t>(0, i - columns + 1); j <= i; ++j) {
+            const int64_t row = cache_row(j, columns, capacity);
+            for (int64_t d = 0; d < D; ++d) k_columns[(bh * rows + row) * D + d] = kNaN;
+          }
+        }
+        p.k_window = k_window.data();
+        p.v_window = v_window.data();
+        p.k_window_stride = p.v_window_stride = Strides::contiguous(H, columns, D);
+        attention_decode(p);
+        ASSERT_EQ(natural, ordered) << "with a window: " << to_string(pattern) << " position " << i;
+        ASSERT_EQ(lse_natural, lse_ordered);
+        for (int64_t bh = 0; bh < B * H; ++bh) {  // restore the band for the next position
+          for (int64_t j = std::max<int64_t>(0, i - columns + 1); j <= i; ++j) {
+            const int64_t row = cache_row(j, columns, capacity);
+            for (int64_t d = 0; d < D; ++d) k_columns[(bh * rows + row) * D + d] = k[(bh * capacity + j) * D + d];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace

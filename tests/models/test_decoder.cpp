@@ -18,7 +18,8 @@ using stx::models::IncrementalDecoder;
 using stx::models::ModelConfig;
 using stx::models::SparseTransformer;
 
-ModelConfig small_config(Pattern pattern, stx::kernels::Combination mode = stx::kernels::Combination::merged) {
+ModelConfig small_config(Pattern pattern,
+                         stx::kernels::Combination mode = stx::kernels::Combination::merged) {
   ModelConfig c;
   c.name = "decoder-test";
   c.kind = stx::models::DataKind::text;
@@ -70,7 +71,8 @@ at::Tensor decoded_logits(IncrementalDecoder& decoder, const at::Tensor& bytes, 
   std::vector<int32_t> inputs(static_cast<size_t>(batch));
   std::vector<float> logits(static_cast<size_t>(batch * 256));
   for (int64_t i = from; i < length; ++i) {
-    for (int64_t b = 0; b < batch; ++b) inputs[b] = i == 0 ? 256 : static_cast<int32_t>(bytes[b][i - 1].item<int64_t>());
+    for (int64_t b = 0; b < batch; ++b)
+      inputs[b] = i == 0 ? 256 : static_cast<int32_t>(bytes[b][i - 1].item<int64_t>());
     decoder.step(inputs.data(), logits.data());
     out.select(1, i).copy_(at::from_blob(logits.data(), {batch, 256}));
   }
@@ -95,7 +97,9 @@ void expect_decode_equals_forward(const ModelConfig& config) {
 }
 
 TEST(IncrementalDecoder, EqualsForwardDense) { expect_decode_equals_forward(small_config(Pattern::dense)); }
-TEST(IncrementalDecoder, EqualsForwardStrided) { expect_decode_equals_forward(small_config(Pattern::strided)); }
+TEST(IncrementalDecoder, EqualsForwardStrided) {
+  expect_decode_equals_forward(small_config(Pattern::strided));
+}
 TEST(IncrementalDecoder, EqualsForwardFixed) { expect_decode_equals_forward(small_config(Pattern::fixed)); }
 TEST(IncrementalDecoder, EqualsForwardFixedInterleaved) {
   expect_decode_equals_forward(small_config(Pattern::fixed, stx::kernels::Combination::interleaved));
@@ -123,48 +127,55 @@ TEST(IncrementalDecoder, RewindReplaysTheSameLogits) {
 
 // The probe's positions are exactly A(i) of the head's pattern, and its weights are the softmax of that
 // head's scores, computed here from the model's own modules.
+// Strided layers keep their cache in column order (DecodeParams::cache_columns); fixed ones in natural order.
 TEST(IncrementalDecoder, ProbeGivesTheAttendedSetAndItsSoftmaxWeights) {
-  const ModelConfig config = small_config(Pattern::fixed);
-  SparseTransformer model = random_model(config);
-  at::manual_seed(5);
-  const int64_t length = 50, layer = 1, head = 2, dh = config.head_dim();
-  const at::Tensor bytes = at::randint(0, 256, {1, length}, at::kLong);
-  at::Tensor q, k;
-  {
-    at::NoGradGuard no_grad;
-    const at::Tensor inputs = at::cat({at::full({1, 1}, 256, at::kLong), bytes.narrow(1, 0, length - 1)}, 1);
-    at::Tensor h = model->embed(inputs, 0);
-    for (int64_t l = 0; l < layer; ++l) h = h + model->block_list[l]->branch(h);
-    auto& block = model->block_list[layer];
-    const at::Tensor qkv = block->qkv->forward(block->norm_attention->forward(h)).view({length, 3, config.heads, dh});
-    q = qkv.select(1, 0).select(1, head);
-    k = qkv.select(1, 1).select(1, head);
-  }
-  IncrementalDecoder decoder(model, 1);
-  decoder.set_probe(static_cast<int>(layer), static_cast<int>(head));
-  std::vector<int32_t> input(1);
-  std::vector<float> logits(256);
-  std::vector<int64_t> positions;
-  std::vector<float> weights;
-  const auto patterns = config.layer_patterns(static_cast<int>(layer));
-  for (int64_t i = 0; i < length; ++i) {
-    input[0] = i == 0 ? 256 : static_cast<int32_t>(bytes[0][i - 1].item<int64_t>());
+  for (const Pattern pattern : {Pattern::fixed, Pattern::strided}) {
+    SCOPED_TRACE(stx::kernels::to_string(pattern));
+    const ModelConfig config = small_config(pattern);
+    SparseTransformer model = random_model(config);
+    at::manual_seed(5);
+    const int64_t length = 50, layer = 1, head = 2, dh = config.head_dim();
+    const at::Tensor bytes = at::randint(0, 256, {1, length}, at::kLong);
+    at::Tensor q, k;
+    {
+      at::NoGradGuard no_grad;
+      const at::Tensor inputs =
+          at::cat({at::full({1, 1}, 256, at::kLong), bytes.narrow(1, 0, length - 1)}, 1);
+      at::Tensor h = model->embed(inputs, 0);
+      for (int64_t l = 0; l < layer; ++l) h = h + model->block_list[l]->branch(h);
+      auto& block = model->block_list[layer];
+      const at::Tensor qkv =
+          block->qkv->forward(block->norm_attention->forward(h)).view({length, 3, config.heads, dh});
+      q = qkv.select(1, 0).select(1, head);
+      k = qkv.select(1, 1).select(1, head);
+    }
+    IncrementalDecoder decoder(model, 1);
+    decoder.set_probe(static_cast<int>(layer), static_cast<int>(head));
+    std::vector<int32_t> input(1);
+    std::vector<float> logits(256);
+    std::vector<int64_t> positions;
+    std::vector<float> weights;
+    const auto patterns = config.layer_patterns(static_cast<int>(layer));
+    for (int64_t i = 0; i < length; ++i) {
+      input[0] = i == 0 ? 256 : static_cast<int32_t>(bytes[0][i - 1].item<int64_t>());
+      decoder.step(input.data(), logits.data());
+      decoder.probe(0, positions, weights);
+      ASSERT_EQ(positions, stx::kernels::attended_set(patterns[head], i)) << "position " << i;
+      ASSERT_EQ(weights.size(), positions.size());
+      if (positions.empty()) continue;
+      const at::Tensor index = at::tensor(positions, at::kLong);
+      const at::Tensor want =
+          at::softmax(k.index_select(0, index).matmul(q[i]) / std::sqrt(static_cast<double>(dh)), 0);
+      for (size_t j = 0; j < positions.size(); ++j) {
+        ASSERT_NEAR(weights[j], want[static_cast<int64_t>(j)].item<float>(), 1e-5) << "position " << i;
+      }
+    }
+    decoder.set_probe(-1, 0);
     decoder.step(input.data(), logits.data());
     decoder.probe(0, positions, weights);
-    ASSERT_EQ(positions, stx::kernels::attended_set(patterns[head], i)) << "position " << i;
-    ASSERT_EQ(weights.size(), positions.size());
-    if (positions.empty()) continue;
-    const at::Tensor index = at::tensor(positions, at::kLong);
-    const at::Tensor want = at::softmax(k.index_select(0, index).matmul(q[i]) / std::sqrt(static_cast<double>(dh)), 0);
-    for (size_t j = 0; j < positions.size(); ++j) {
-      ASSERT_NEAR(weights[j], want[static_cast<int64_t>(j)].item<float>(), 1e-5) << "position " << i;
-    }
+    EXPECT_TRUE(positions.empty());  // off: nothing recorded
+    EXPECT_THROW(decoder.set_probe(3, 0), std::out_of_range);
   }
-  decoder.set_probe(-1, 0);
-  decoder.step(input.data(), logits.data());
-  decoder.probe(0, positions, weights);
-  EXPECT_TRUE(positions.empty());  // off: nothing recorded
-  EXPECT_THROW(decoder.set_probe(3, 0), std::out_of_range);
 }
 
 }  // namespace

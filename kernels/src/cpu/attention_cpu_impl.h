@@ -551,18 +551,34 @@ void decode(const DecodeParams& p) {
   const int64_t D = p.head_dim, i = p.position;
   const float c = p.scale * kLog2e;
   const int64_t work = p.batch * p.heads;
+  const int64_t columns = p.cache_columns, capacity = p.capacity;
 #pragma omp parallel if (work > 1 && work * attended_count(p.patterns[0], i) * D > (1 << 16))
   {
     std::vector<KeyRange> ranges;
     std::vector<float> acc(static_cast<size_t>(round_up(D, W)));
     constexpr int64_t kChunk = 64;
-    float scores[kChunk];
+    float scores[kChunk] = {};  // whole vectors are exponentiated below, past `count` too
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < work; ++bh) {
       const int64_t b = bh / p.heads, h = bh % p.heads;
       const float* q = static_cast<const float*>(p.q) + b * p.q_stride.batch + h * p.q_stride.head;
       const float* kc = static_cast<const float*>(p.k_cache) + b * p.k_stride.batch + h * p.k_stride.head;
       const float* vc = static_cast<const float*>(p.v_cache) + b * p.v_stride.batch + h * p.v_stride.head;
+      const float* kw = p.k_window ? static_cast<const float*>(p.k_window) + b * p.k_window_stride.batch +
+                                         h * p.k_window_stride.head
+                                   : nullptr;
+      const float* vw = p.v_window ? static_cast<const float*>(p.v_window) + b * p.v_window_stride.batch +
+                                         h * p.v_window_stride.head
+                                   : nullptr;
+      // Where key j lies: the window for the last `columns` positions when there is one, else the cache.
+      auto key_at = [&](int64_t j) {
+        return kw && j > i - columns ? kw + (j % columns) * p.k_window_stride.seq
+                                     : kc + cache_row(j, columns, capacity) * p.k_stride.seq;
+      };
+      auto value_at = [&](int64_t j) {
+        return vw && j > i - columns ? vw + (j % columns) * p.v_window_stride.seq
+                                     : vc + cache_row(j, columns, capacity) * p.v_stride.seq;
+      };
       attended_ranges(p.patterns[h], i, ranges);
       std::fill(acc.begin(), acc.end(), 0.0f);
       float m = kNegInf, l = 0.0f;
@@ -570,24 +586,50 @@ void decode(const DecodeParams& p) {
         for (int64_t j0 = range.first; j0 <= range.last; j0 += kChunk) {
           const int64_t count = std::min(kChunk, range.last - j0 + 1);
           float chunk_max = kNegInf;
-          for (int64_t t = 0; t < count; ++t) {
-            const float* k = kc + (j0 + t) * p.k_stride.seq;
-            vfloat dot = vfloat{};
-            int64_t d = 0;
-            for (; d + W <= D; d += W) dot += load(q + d) * load(k + d);
-            float s = reduce_sum(dot);
-            for (; d < D; ++d) s += q[d] * k[d];
-            scores[t] = s * c;
-            chunk_max = std::max(chunk_max, scores[t]);
+          if (D % W == 0) {
+            // W keys at a time: their partial dot products as W vectors, then one transpose sums each
+            // vector's lanes into one lane of the result, so no key pays a horizontal reduction.
+            for (int64_t t0 = 0; t0 < count; t0 += W) {
+              const int64_t n = std::min<int64_t>(W, count - t0);
+              vfloat dots[W];
+#pragma GCC unroll 16
+              for (int t = 0; t < W; ++t) {
+                vfloat dot = vfloat{};
+                if (t < n) {
+                  const float* k = key_at(j0 + t0 + t);
+                  for (int64_t d = 0; d < D; d += W) dot += load(q + d) * load(k + d);
+                }
+                dots[t] = dot;
+              }
+              transpose_tile(dots);
+              vfloat sum = dots[0];
+#pragma GCC unroll 16
+              for (int t = 1; t < W; ++t) sum += dots[t];
+              sum *= c;
+              store(scores + t0, sum);
+              for (int64_t t = 0; t < n; ++t) chunk_max = std::max(chunk_max, sum[t]);
+            }
+          } else {
+            for (int64_t t = 0; t < count; ++t) {
+              const float* k = key_at(j0 + t);
+              vfloat dot = vfloat{};
+              int64_t d = 0;
+              for (; d + W <= D; d += W) dot += load(q + d) * load(k + d);
+              float s = reduce_sum(dot);
+              for (; d < D; ++d) s += q[d] * k[d];
+              scores[t] = s * c;
+              chunk_max = std::max(chunk_max, scores[t]);
+            }
           }
           const float m_new = std::max(m, chunk_max);
           const float alpha = m == kNegInf ? 0.0f : std::exp2(m - m_new);
           l *= alpha;
           for (int64_t d = 0; d < D; ++d) acc[d] *= alpha;
+          for (int64_t t = 0; t + W <= kChunk; t += W) store(scores + t, exp2v(load(scores + t) - m_new));
           for (int64_t t = 0; t < count; ++t) {
-            const float w = std::exp2(scores[t] - m_new);
+            const float w = scores[t];
             l += w;
-            const float* v = vc + (j0 + t) * p.v_stride.seq;
+            const float* v = value_at(j0 + t);
             int64_t d = 0;
             for (; d + W <= D; d += W) store(acc.data() + d, load(acc.data() + d) + w * load(v + d));
             for (; d < D; ++d) acc[d] += w * v[d];

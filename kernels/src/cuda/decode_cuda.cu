@@ -89,6 +89,10 @@ struct DecodeArgs {
   float* lse;        // [batch, heads] or null
   Strides q_stride, k_stride, v_stride, out_stride;
   int64_t heads, position;
+  int64_t columns, rows_per_column;  // the cache's row order: see DecodeParams::cache_columns
+  const T* k_window;                 // or null: see DecodeParams::k_window
+  const T* v_window;
+  Strides k_window_stride, v_window_stride;
   int dim;
   int first_head;  // the head of blockIdx.x == 0 in this launch
   float scale;
@@ -107,6 +111,8 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_kernel(DecodeArgs<T> a,
   const T* q = a.q + batch * a.q_stride.batch + head * a.q_stride.head;
   const T* k = a.k_cache + batch * a.k_stride.batch + head * a.k_stride.head;
   const T* v = a.v_cache + batch * a.v_stride.batch + head * a.v_stride.head;
+  const T* kw = a.k_window ? a.k_window + batch * a.k_window_stride.batch + head * a.k_window_stride.head : nullptr;
+  const T* vw = a.v_window ? a.v_window + batch * a.v_window_stride.batch + head * a.v_window_stride.head : nullptr;
   float q_reg[PER_LANE], o[PER_LANE];
 #pragma unroll
   for (int x = 0; x < PER_LANE; ++x) {
@@ -117,12 +123,19 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_kernel(DecodeArgs<T> a,
   float running_max = -INFINITY, running_sum = 0.0f;
   const int64_t count = keys.count();
   for (int64_t t = warp; t < count; t += kDecodeWarps) {
-    const int64_t j = keys.key_at(t);
+    const int64_t key = keys.key_at(t);
+    const bool in_window = kw != nullptr && key > a.position - a.columns;
+    const T* kr = in_window ? kw + (key % a.columns) * a.k_window_stride.seq
+                            : k + (a.columns > 0 ? (key % a.columns) * a.rows_per_column + key / a.columns : key) *
+                                      a.k_stride.seq;
+    const T* vr = in_window ? vw + (key % a.columns) * a.v_window_stride.seq
+                            : v + (a.columns > 0 ? (key % a.columns) * a.rows_per_column + key / a.columns : key) *
+                                      a.v_stride.seq;
     float dot = 0.0f;
 #pragma unroll
     for (int x = 0; x < PER_LANE; ++x) {
       const int d = lane + 32 * x;
-      if (d < a.dim) dot += q_reg[x] * load_float(k + j * a.k_stride.seq + d);
+      if (d < a.dim) dot += q_reg[x] * load_float(kr + d);
     }
     const float s = warp_sum(dot);
     const float new_max = fmaxf(running_max, s);
@@ -132,7 +145,7 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_kernel(DecodeArgs<T> a,
 #pragma unroll
     for (int x = 0; x < PER_LANE; ++x) {
       const int d = lane + 32 * x;
-      const float value = d < a.dim ? load_float(v + j * a.v_stride.seq + d) : 0.0f;
+      const float value = d < a.dim ? load_float(vr + d) : 0.0f;
       o[x] = o[x] * rescale + weight * value;
     }
     running_max = new_max;
@@ -178,6 +191,12 @@ void launch_decode(const DecodeParams& p) {
   a.out_stride = p.out_stride;
   a.heads = p.heads;
   a.position = p.position;
+  a.columns = p.cache_columns;
+  a.k_window = static_cast<const T*>(p.k_window);
+  a.v_window = static_cast<const T*>(p.v_window);
+  a.k_window_stride = p.k_window_stride;
+  a.v_window_stride = p.v_window_stride;
+  a.rows_per_column = p.cache_columns > 0 ? (p.capacity + p.cache_columns - 1) / p.cache_columns : 0;
   a.dim = static_cast<int>(p.head_dim);
   a.scale = p.scale;
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);

@@ -84,12 +84,32 @@ struct DecodeParams {
   int64_t batch = 0, heads = 0, head_dim = 0;
   int64_t capacity = 0;  // positions the cache can hold
   int64_t position = 0;  // the query's position i, 0 <= i < capacity
+  // The row of the caches that holds position j: j itself when 0 (natural order), else
+  // cache_row(j, cache_columns, capacity): the residue classes mod L = cache_columns stored one after
+  // another, so every L-th key before i (the strided pattern's A2) is one contiguous run instead of keys
+  // L rows apart, each a cache and TLB miss. The caches then hold cache_rows(capacity, L) rows.
+  int64_t cache_columns = 0;
+  // Optional with cache_columns = L: a second copy of the last L keys and values in natural order,
+  // [batch, heads, L, head_dim] with position j in row j mod L (k_window_stride, v_window_stride). Keys
+  // j > i - L are read from it, so the band just before i is contiguous too.
+  const void* k_window = nullptr;
+  const void* v_window = nullptr;
+  Strides k_window_stride, v_window_stride;
   float scale = 0.0f;
   DType dtype = DType::f32;
   Device device = Device::cpu;
   void* stream = nullptr;
   const HeadPattern* patterns = nullptr;  // [heads]
 };
+
+// Rows a column-ordered cache of `capacity` positions needs: whole columns of ceil(capacity / L) rows.
+inline int64_t cache_rows(int64_t capacity, int64_t columns) {
+  return columns > 0 ? (capacity + columns - 1) / columns * columns : capacity;
+}
+// The row of position j in a cache of `capacity` positions with cache_columns = columns.
+inline int64_t cache_row(int64_t j, int64_t columns, int64_t capacity) {
+  return columns > 0 ? (j % columns) * ((capacity + columns - 1) / columns) + j / columns : j;
+}
 
 void attention_forward(const ForwardParams& p);
 void attention_backward(const BackwardParams& p);

@@ -77,7 +77,12 @@ class IncrementalDecoder {
     Norm norm_attention, norm_ff;
     Linear qkv, attention_out, ff_in, ff_out;
     std::vector<kernels::HeadPattern> patterns;
-    CacheBuffer k_cache, v_cache;  // [batch, heads, capacity, head_dim], left uninitialised
+    int64_t cache_columns = 0;  // l when every head is strided with stride l: see DecodeParams::cache_columns
+    int64_t cache_rows = 0;     // rows per (sample, head)
+    CacheBuffer k_cache, v_cache;  // [batch, heads, cache_rows, head_dim], left uninitialised
+    // With cache_columns = l: the last l keys and values again, in natural order (row j mod l), so the band
+    // before i is contiguous as well as the columns. [batch, heads, l, head_dim].
+    std::vector<float> k_window, v_window;
   };
 
   void embed(const int32_t* input_tokens);
