@@ -9,6 +9,11 @@
 
 #include "stx/engine/atomic_file.h"
 #include "stx/engine/checkpoint.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdlib>
 #include "stx/engine/error.h"
 
 namespace stx::engine {
@@ -104,7 +109,34 @@ fs::path RunFolder::commit(int64_t step, bool is_best, int keep_last,
   return target;
 }
 
+namespace {
+
+// A hidden leftover of a process that died mid-write: ".<name>.tmp-<pid>-<hex>" (atomic_file.cpp) whose
+// pid is gone, or ".deleting-<name>" (below). Entries of a live process are left to it.
+bool is_stale_leftover(const std::string& name) {
+  if (name.rfind(".deleting-", 0) == 0) return true;
+  const size_t at = name.find(".tmp-");
+  if (name.empty() || name[0] != '.' || at == std::string::npos) return false;
+  char* end = nullptr;
+  const long pid = std::strtol(name.c_str() + at + 5, &end, 10);
+  if (pid <= 0 || end == nullptr || *end != '-') return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+void remove_stale_leftovers(const fs::path& folder) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    if (is_stale_leftover(entry.path().filename().string())) fs::remove_all(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
 void RunFolder::apply_retention(int keep_last) const {
+  // Staging folders and temporaries of runs killed mid-save would otherwise stay forever, each as large
+  // as a checkpoint.
+  remove_stale_leftovers(root_);
+  remove_stale_leftovers(root_ / kCheckpointsFolder);
   if (keep_last < 1) keep_last = 1;
   std::set<fs::path> keep;
   if (auto l = latest()) keep.insert(*l);
@@ -120,7 +152,11 @@ void RunFolder::apply_retention(int keep_last) const {
   for (size_t i = 0; i < count; ++i) {
     const bool among_last = i + static_cast<size_t>(keep_last) >= count;
     if (among_last || keep.count(checkpoints[i].second)) continue;
-    fs::remove_all(checkpoints[i].second, ec);  // best effort: a leftover folder is harmless
+    // Renamed out of sight first, so that a crash mid-delete never leaves a half folder that looks like a
+    // checkpoint; a leftover ".deleting-" folder is removed next time.
+    const fs::path doomed = checkpoints[i].second.parent_path() / (".deleting-" + checkpoints[i].second.filename().string());
+    fs::rename(checkpoints[i].second, doomed, ec);
+    fs::remove_all(ec ? checkpoints[i].second : doomed, ec);  // best effort: a leftover folder is harmless
   }
 }
 

@@ -1,5 +1,7 @@
 // Checkpoint folders: round trip, and every way a checkpoint on disk can disagree with itself.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -139,6 +141,39 @@ TEST(Checkpoint, ResolveFindsModelAndRunFoldersAndExplainsOtherwise) {
   fs::create_directories(tmp / "run");
   write_file_atomic(tmp / "run" / "latest.json", R"({"latest": "../../etc"})");
   EXPECT_THROW(resolve_checkpoint(tmp / "run"), Error);
+}
+
+}  // namespace
+
+namespace {
+
+// Leftovers of a process killed mid-save (its staging folder and temporaries) and of a retention delete
+// cut short are cleared at the next commit; a live process's staging folder is left alone.
+TEST(RunFolderCleanup, StaleStagingFoldersOfDeadProcessesAreRemovedAtTheNextCommit) {
+  stx::test::TempFolder tmp;
+  stx::engine::RunFolder run(tmp / "run");
+  auto write_one = [](const std::filesystem::path& staging) {
+    stx::engine::write_file_atomic(staging / "model.safetensors", "weights");
+  };
+  run.commit(1, false, 3, write_one);
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  waitpid(dead, nullptr, 0);  // its pid now names no process
+  const std::filesystem::path checkpoints = tmp / "run" / "checkpoints";
+  const std::string dead_suffix = ".tmp-" + std::to_string(dead) + "-0badf00d";
+  const std::string live_suffix = ".tmp-" + std::to_string(getpid()) + "-0badf00d";
+  std::filesystem::create_directories(checkpoints / (".step-00000002" + dead_suffix));
+  std::filesystem::create_directories(checkpoints / ".deleting-step-00000000");
+  std::filesystem::create_directories(checkpoints / (".step-00000003" + live_suffix));
+  std::ofstream(tmp / "run" / (".latest.json" + dead_suffix)) << "{";
+  run.commit(4, false, 3, write_one);
+  EXPECT_FALSE(std::filesystem::exists(checkpoints / (".step-00000002" + dead_suffix)));
+  EXPECT_FALSE(std::filesystem::exists(checkpoints / ".deleting-step-00000000"));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "run" / (".latest.json" + dead_suffix)));
+  EXPECT_TRUE(std::filesystem::exists(checkpoints / (".step-00000003" + live_suffix)));
+  EXPECT_TRUE(std::filesystem::exists(checkpoints / "step-00000001" / "model.safetensors"));
+  EXPECT_TRUE(std::filesystem::exists(checkpoints / "step-00000004" / "model.safetensors"));
 }
 
 }  // namespace
