@@ -149,6 +149,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
   if (c.seed >= 0) o.seed = static_cast<uint64_t>(c.seed);
   if (o.warmup_steps >= o.steps) o.warmup_steps = std::max<int64_t>(1, o.steps / 10);
   o.deterministic = c.deterministic;
+  o.device = c.device;
   o.distributed = engine::DistributedSettings::from_environment();
   try {
     o.validate();
@@ -194,6 +195,9 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
   command->add_flag("--deterministic", o.deterministic,
                     "one thread, so a resumed run matches an uninterrupted one bit for bit");
   command->add_flag("--quiet", o.quiet, "print only warnings, errors and the result");
+  command->add_option("--device", o.device, "where to train: cpu, cuda, or auto (CUDA when there is one)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
   command->footer(
       "Examples:\n  stx train --preset image-small --data /usr/share/datasets/fashion-mnist --out runs/fmnist\n"
       "  stx train --resume runs/fmnist --steps 4000\n"

@@ -30,6 +30,7 @@ struct TrainCommandOptions {
   int nproc = 1;
   bool deterministic = false;
   bool quiet = false;
+  std::string device = "auto";
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& options);

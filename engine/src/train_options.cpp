@@ -26,6 +26,9 @@ void read(const nlohmann::json& json, const char* key, T& value) {
 }  // namespace
 
 void TrainOptions::validate() const {
+  if (device != "auto" && device != "cpu" && device != "cuda") {
+    throw Error("--device must be cpu, cuda or auto, got '" + device + "'");
+  }
   require(steps >= 1 && steps <= 100'000'000, "--steps must be in [1, 100000000]");
   require(batch >= 1 && batch <= 65536, "--batch must be in [1, 65536]");
   require(accumulation >= 1 && batch % accumulation == 0,

@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 #include <torch/types.h>  // clip_grad.h uses torch::Tensor without including it
 #include <torch/nn/utils/clip_grad.h>
+#include <torch/cuda.h>
 #include <torch/optim/adamw.h>
 
 #include <chrono>
@@ -67,6 +68,7 @@ struct Run {
   TrainState state;
   Dataset data;
   std::unique_ptr<DataParallel> parallel;
+  at::Device device{at::kCPU};
   bool reporting = true;  // rank 0
 };
 
@@ -76,6 +78,20 @@ void emit(const Run& run, const EventSink& sink, Event event) {
 
 void log(const Run& run, const EventSink& sink, const std::string& text, LogLine::Level level = LogLine::Level::info) {
   emit(run, sink, LogLine{level, text});
+}
+
+// "cpu", "cuda" or "auto" as a device. CUDA needs a CUDA LibTorch and a device; the Debian LibTorch has none.
+at::Device resolve_device(const std::string& name) {
+  const bool cuda = torch::cuda::is_available();
+  if (name == "cpu" || (name == "auto" && !cuda)) return at::Device(at::kCPU);
+  if (name == "cuda" || name == "auto") {
+    if (!cuda) {
+      throw Error("--device cuda: no CUDA device is available (this build's LibTorch or this machine has "
+                  "none); use --device cpu");
+    }
+    return at::Device(at::kCUDA, 0);
+  }
+  throw Error("--device must be cpu, cuda or auto, got '" + name + "'");
 }
 
 // Builds the model and optimiser of a new run, or restores them from a checkpoint.
@@ -110,6 +126,8 @@ void prepare(Run& run, const EventSink& sink) {
   run.recipe = recipe_to_json(o);
   run.state.world_size = o.distributed.world_size;
 
+  run.device = resolve_device(o.device);
+  if (run.device.is_cuda()) log(run, sink, "training on CUDA device " + std::to_string(run.device.index()));
   at::manual_seed(o.seed);
   run.model = models::SparseTransformer(run.config);
   if (resumed) {
@@ -117,6 +135,8 @@ void prepare(Run& run, const EventSink& sink) {
     auto source = resumed->model->named_parameters();
     for (auto& item : run.model->named_parameters()) item.value().copy_(source[item.key()]);
   }
+  // On the device before the optimiser takes the parameters, so its state lives there too.
+  run.model->to(run.device);
   auto adam = torch::optim::AdamWOptions(o.learning_rate).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay);
   run.optimizer = std::make_unique<torch::optim::AdamW>(run.model->parameters(), adam);
   if (resumed) load_optimizer_state(resumed->folder, run.model, *run.optimizer);
@@ -199,7 +219,7 @@ bool train_step(Run& run, const CropSampler& crops, const std::atomic<bool>& can
       const int64_t index = run.state.samples_drawn + micro * micro_batch + rank * local_batch + b;
       crops.copy(static_cast<uint64_t>(index), bytes[b].data_ptr<uint8_t>());
     }
-    const at::Tensor targets = bytes.to(at::kLong);
+    const at::Tensor targets = bytes.to(run.device).to(at::kLong);
     const at::Tensor logits = run.model->forward(targets);
     const at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, 256}), targets.reshape({-1}));
     // Each micro-batch of each process weighs 1 / (accumulation * world) of the global mean.

@@ -1,6 +1,7 @@
 // The trainer: a tiny model overfits a tiny corpus, the schedule, events, cancellation with a final
 // checkpoint, exact resume, and retention of checkpoints.
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 
 #include <ATen/ATen.h>
 
@@ -12,6 +13,7 @@
 #include "engine_test_support.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/trainer.h"
+#include "stx/engine/error.h"
 
 namespace {
 
@@ -170,6 +172,34 @@ TEST(Trainer, BadInputEndsTheJobWithAPlainMessage) {
   end = train(o, {}, cancel);
   EXPECT_EQ(end.outcome, JobEnded::Outcome::failed);
   EXPECT_NE(end.message.find("--resume"), std::string::npos) << end.message;
+}
+
+}  // namespace
+
+namespace {
+
+// --device: "auto" trains wherever it can (here the CPU); "cuda" without a CUDA device ends the job with one
+// plain line saying so, before anything is written; a misspelt device is refused by the option check.
+TEST(TrainerDevice, CudaWithoutADeviceFailsCleanlyAndAutoUsesTheCpu) {
+  stx::test::TempFolder tmp;
+  const auto data = stx::test::make_text_corpus(tmp / "data");
+  stx::engine::TrainOptions o = stx::test::tiny_train_options(data, tmp / "run");
+  o.steps = 2;
+  o.checkpoint_every = 2;
+  if (!torch::cuda::is_available()) {
+    o.device = "cuda";
+    const stx::engine::JobEnded end = stx::engine::train(o, nullptr, std::atomic<bool>{false});
+    EXPECT_EQ(end.outcome, stx::engine::JobEnded::Outcome::failed);
+    EXPECT_NE(end.message.find("no CUDA device is available"), std::string::npos) << end.message;
+    EXPECT_NE(end.message.find("--device cpu"), std::string::npos) << end.message;
+    EXPECT_FALSE(std::filesystem::exists(tmp / "run" / "latest.json"));
+  }
+  o.device = "gpu";
+  EXPECT_THROW(o.validate(), stx::engine::Error);
+  o.device = "auto";
+  const stx::engine::JobEnded end = stx::engine::train(o, nullptr, std::atomic<bool>{false});
+  EXPECT_EQ(end.outcome, stx::engine::JobEnded::Outcome::completed) << end.message;
+  EXPECT_TRUE(std::filesystem::exists(tmp / "run" / "latest.json"));
 }
 
 }  // namespace

@@ -44,6 +44,9 @@ struct TrainOptions {
   uint64_t seed = 1;             // weights, crops and dropout
   double validation_fraction = 0.05;
   bool deterministic = false;    // one thread: a resumed run then matches an uninterrupted one bit for bit
+  // Where the model trains: "cpu", "cuda" (the first CUDA device; an error when there is none) or "auto"
+  // (CUDA when this build and machine have it). Not part of the recipe: a run may resume on another device.
+  std::string device = "auto";
   DistributedSettings distributed;
 
   // Range checks; throws Error naming the option.
