@@ -12,7 +12,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <deque>
+#include <thread>
 
 #include "stx/engine/allocator.h"
 #include "stx/engine/checkpoint.h"
@@ -168,23 +170,41 @@ double validate_now(Run& run, const std::atomic<bool>& cancel) {
   return r.bits_per_byte;
 }
 
-// Saves a checkpoint (rank 0). A failure is reported and training goes on: nothing saved before is lost.
-std::optional<fs::path> save(Run& run, const EventSink& sink, double elapsed_before) {
+// Saves a checkpoint (rank 0). When the save fails (disk full, a read-only folder, EIO), nothing saved before
+// is touched and training pauses: the save is retried every save_retry_seconds until it succeeds, so a user
+// who frees space loses nothing, or until the run is cancelled, which ends it at the last saved checkpoint.
+std::optional<fs::path> save(Run& run, const EventSink& sink, double elapsed_before, const std::atomic<bool>& cancel) {
   if (!run.reporting) return std::nullopt;
   TrainState state = run.state;
   state.train_seconds = elapsed_before;
   const bool is_best = std::isfinite(state.last_bits_per_byte) && state.best_step == state.step;
-  try {
-    RunFolder folder(run.options.out);
-    const fs::path saved = folder.commit(state.step, is_best, run.options.keep_last, [&](const fs::path& staging) {
-      write_checkpoint_files(staging, run.config, run.recipe, run.model, &state, run.optimizer.get());
-    });
-    emit(run, sink, CheckpointSaved{state.step, saved});
-    return saved;
-  } catch (const Error& e) {
-    log(run, sink, "checkpoint at step " + std::to_string(state.step) + " was not saved: " + e.what(),
-        LogLine::Level::error);
-    return std::nullopt;
+  const std::string what = "checkpoint at step " + std::to_string(state.step);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      RunFolder folder(run.options.out);
+      const fs::path saved = folder.commit(state.step, is_best, run.options.keep_last, [&](const fs::path& staging) {
+        write_checkpoint_files(staging, run.config, run.recipe, run.model, &state, run.optimizer.get());
+      });
+      if (attempt > 0) log(run, sink, what + " saved after all; training goes on");
+      emit(run, sink, CheckpointSaved{state.step, saved});
+      return saved;
+    } catch (const Error& e) {
+      log(run, sink, what + " was not saved: " + e.what(), LogLine::Level::error);
+    }
+    if (cancel.load()) return std::nullopt;
+    if (attempt == 0) {
+      char every[32];
+      std::snprintf(every, sizeof every, "%g", run.options.save_retry_seconds);
+      log(run, sink,
+          "training paused: free some space or fix the folder, and the save is retried every " + std::string(every) +
+              " s; stop the run to end it at the last saved checkpoint",
+          LogLine::Level::warning);
+    }
+    const auto resume_at = Clock::now() + std::chrono::duration<double>(run.options.save_retry_seconds);
+    while (Clock::now() < resume_at) {
+      if (cancel.load()) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
 }
 
@@ -278,6 +298,7 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
   const double seconds_before = run.state.train_seconds;
   RateMeter meter;
   std::optional<fs::path> last_saved;
+  const int64_t first_step = run.state.step;
   bool cancelled = false;
   while (run.state.step < o.steps) {
     if (agreed_cancel(run, cancel)) {
@@ -308,19 +329,26 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
     const bool checkpoint_due = run.state.step % o.checkpoint_every == 0 || run.state.step == o.steps;
     const bool eval_due = (o.eval_every > 0 && run.state.step % o.eval_every == 0) || checkpoint_due;
     if (eval_due) record_validation(run, sink, validate_now(run, cancel));
-    if (checkpoint_due) last_saved = save(run, sink, seconds_before + seconds_since(start));
+    if (checkpoint_due) {
+      if (auto saved = save(run, sink, seconds_before + seconds_since(start), cancel)) last_saved = saved;
+    }
   }
   const double total_seconds = seconds_before + seconds_since(start);
   if (cancelled) {
     // The final checkpoint of a cancelled run, unless the last step was just saved.
     if (!last_saved || last_saved->filename() != RunFolder(o.out).folder_for(run.state.step).filename()) {
-      last_saved = save(run, sink, total_seconds);
+      if (auto saved = save(run, sink, total_seconds, cancel)) last_saved = saved;
     }
     return JobEnded{JobEnded::Outcome::cancelled, "stopped at step " + std::to_string(run.state.step),
                     last_saved.value_or(fs::path())};
   }
-  if (run.reporting && !last_saved) {
-    return JobEnded{JobEnded::Outcome::failed, "training finished but the final checkpoint could not be saved", {}};
+  if (run.state.step == first_step) {  // resumed at its last step already: nothing to do, nothing to save
+    return JobEnded{JobEnded::Outcome::completed, "already at step " + std::to_string(run.state.step),
+                    RunFolder(o.out).latest().value_or(fs::path())};
+  }
+  if (run.reporting && (!last_saved || last_saved->filename() != RunFolder(o.out).folder_for(run.state.step).filename())) {
+    return JobEnded{JobEnded::Outcome::failed, "training finished but the final checkpoint could not be saved",
+                    last_saved.value_or(fs::path())};
   }
   return JobEnded{JobEnded::Outcome::completed,
                   "finished " + std::to_string(run.state.step) + " steps in " +

@@ -1,5 +1,5 @@
 // Fault injection in training (reliability.md, "Tests we keep"): cancel during a save, a run folder that
-// turns read-only after the start, and the `stx train` process killed at many points while it saves.
+// turns read-only after the start (training pauses until it is writable again), and the `stx train` process killed at many points while it saves.
 // Whatever happens, train() returns, latest.json names a committed checkpoint that loads (holding exactly
 // the weights of that step, where the run is deterministic), and resuming from it works.
 #include <ATen/ATen.h>
@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -42,6 +43,7 @@ TrainOptions options(const fs::path& data, const fs::path& out) {
   o.model.dropout = 0.1;
   o.checkpoint_every = 1;
   o.keep_last = 2;
+  o.save_retry_seconds = 0.05;  // a failed save pauses training and retries this often
   return o;
 }
 
@@ -249,7 +251,10 @@ class ReadOnlyFolders {
   std::vector<std::pair<fs::path, fs::perms>> modes_;
 };
 
-TEST_F(FaultInjectionTrain, RunFolderTurnedReadOnlyKeepsTheLastCheckpointAndSaysWhy) {
+// A run folder that turns read-only pauses training at the first save that fails (reliability.md: "training
+// paused, not crashed"). Made writable again, the same save goes through and the run finishes exactly like
+// the uninterrupted one; stopped while paused, it ends at the last checkpoint saved.
+TEST_F(FaultInjectionTrain, RunFolderTurnedReadOnlyPausesTrainingUntilItIsWritableAgain) {
   {  // Can this file system and user make a folder read-only at all?
     fs::create_directories(tmp_ / "probe");
     ReadOnlyFolders probe;
@@ -257,36 +262,56 @@ TEST_F(FaultInjectionTrain, RunFolderTurnedReadOnlyKeepsTheLastCheckpointAndSays
       GTEST_SKIP() << "cannot make a folder read-only here: " << why;
     }
   }
-  const fs::path run = tmp_ / "run";
-  ReadOnlyFolders read_only;  // destroyed before tmp_, so the folder can be removed afterwards
-  std::string setup_error;
-  std::vector<std::string> errors;
-  std::atomic<bool> never{false};
-  const JobEnded end = train(
-      options(data_, run),
-      [&](const Event& e) {
-        if (auto* saved = std::get_if<CheckpointSaved>(&e); saved && saved->step == 2) {
-          setup_error = read_only.make_read_only(run / "checkpoints") + read_only.make_read_only(run);
-        }
-        if (auto* line = std::get_if<LogLine>(&e); line && line->level == LogLine::Level::error) {
-          errors.push_back(line->text);
-        }
-      },
-      never);
-  ASSERT_TRUE(setup_error.empty()) << setup_error;
-
-  // Every later save failed with a message naming the checkpoint and the reason, and the job says so.
-  EXPECT_EQ(end.outcome, JobEnded::Outcome::failed) << end.message;
-  EXPECT_NE(end.message.find("could not be saved"), std::string::npos) << end.message;
-  ASSERT_FALSE(errors.empty());
-  const std::string reason = std::strerror(::geteuid() == 0 ? EPERM : EACCES);
-  const std::string step3 = RunFolder(run).folder_for(3).string();
-  EXPECT_NE(errors.front().find("checkpoint at step 3 was not saved: cannot create " + step3 + ": " + reason),
-            std::string::npos)
-      << errors.front();
-
-  read_only.undo();  // writable again, for the checks and the resume
-  expect_intact_and_resumable(run, 2);
+  for (const bool stop_while_paused : {false, true}) {
+    SCOPED_TRACE(stop_while_paused ? "stopped while paused" : "made writable while paused");
+    const fs::path run = tmp_ / (stop_while_paused ? "run-stopped" : "run-resumed");
+    ReadOnlyFolders read_only;  // destroyed before tmp_, so the folder can be removed afterwards
+    std::string setup_error;
+    std::vector<std::string> errors, notes;
+    int failed_attempts = 0;
+    std::atomic<bool> cancel{false};
+    const JobEnded end = train(
+        options(data_, run),
+        [&](const Event& e) {
+          if (auto* saved = std::get_if<CheckpointSaved>(&e); saved && saved->step == 2) {
+            setup_error = read_only.make_read_only(run / "checkpoints") + read_only.make_read_only(run);
+          }
+          if (auto* line = std::get_if<LogLine>(&e)) {
+            if (line->level == LogLine::Level::error) errors.push_back(line->text);
+            if (line->level != LogLine::Level::error) notes.push_back(line->text);
+            // Let the save fail twice while paused, then fix the folder (or stop the run).
+            if (line->level == LogLine::Level::error && ++failed_attempts == 3) {
+              if (stop_while_paused) {
+                cancel = true;
+              } else {
+                read_only.undo();
+              }
+            }
+          }
+        },
+        cancel);
+    ASSERT_TRUE(setup_error.empty()) << setup_error;
+    ASSERT_GE(errors.size(), 3u);
+    const std::string reason = std::strerror(::geteuid() == 0 ? EPERM : EACCES);
+    const std::string step3 = RunFolder(run).folder_for(3).string();
+    EXPECT_NE(errors.front().find("checkpoint at step 3 was not saved: cannot create " + step3 + ": " + reason),
+              std::string::npos)
+        << errors.front();
+    const auto has_note = [&](const std::string& text) {
+      return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
+    };
+    EXPECT_TRUE(has_note("training paused")) << "no pause was announced";
+    read_only.undo();  // writable again, for the checks and the resume
+    if (stop_while_paused) {
+      EXPECT_EQ(end.outcome, JobEnded::Outcome::cancelled) << end.message;
+      EXPECT_EQ(end.checkpoint.filename(), RunFolder(run).folder_for(2).filename());
+      expect_intact_and_resumable(run, 2);
+    } else {
+      EXPECT_EQ(end.outcome, JobEnded::Outcome::completed) << end.message;
+      EXPECT_TRUE(has_note("checkpoint at step 3 saved after all")) << "no resume was announced";
+      expect_intact_and_resumable(run, kSteps);  // every step saved; the resume has nothing left to do
+    }
+  }
 }
 
 #ifdef STX_CLI_PATH

@@ -47,6 +47,8 @@ struct TrainOptions {
   // Where the model trains: "cpu", "cuda" (the first CUDA device; an error when there is none) or "auto"
   // (CUDA when this build and machine have it). Not part of the recipe: a run may resume on another device.
   std::string device = "auto";
+  // A checkpoint that cannot be written pauses training, and the save is retried this often.
+  double save_retry_seconds = 30.0;
   DistributedSettings distributed;
 
   // Range checks; throws Error naming the option.
