@@ -167,6 +167,8 @@ double validate_now(Run& run, const std::atomic<bool>& cancel) {
   const EvaluationResult r = evaluate_bits_per_byte(run.model, run.data.validation, run.config.context,
                                                     static_cast<int64_t>(run.data.record_bytes),
                                                     run.options.eval_windows, 8, &cancel);
+  // A pass cut short by a cancel scored only some windows: not a validation, and never a "best".
+  if (cancel.load()) return std::nan("");
   return r.bits_per_byte;
 }
 
