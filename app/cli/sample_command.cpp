@@ -1,13 +1,12 @@
 #include "sample_command.h"
 
-#include <signal.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 
+#include "interrupt.h"
 #include "pattern_options.h"
 #include "progress_printer.h"
 #include "stx/engine/atomic_file.h"
@@ -23,18 +22,6 @@ namespace {
 
 constexpr int kExitInterrupted = 130;
 constexpr uint64_t kMaxPromptFileBytes = 64ull << 20;
-
-std::atomic<bool> g_stop{false};
-
-void on_interrupt(int) {
-  if (g_stop.exchange(true)) {
-    signal(SIGINT, SIG_DFL);
-    raise(SIGINT);
-    return;
-  }
-  const char message[] = "\nstx sample: stopping; what was generated will be written (Ctrl-C again to quit now)\n";
-  (void)!write(STDERR_FILENO, message, sizeof message - 1);
-}
 
 void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
   c.add_option("--model", o.model, "a model folder, or a run folder (its latest checkpoint)")->required();
@@ -177,8 +164,7 @@ int run_sample_command(SampleCommandOptions& o) {
   const bool stream_text = o.kind == "text";
   ProgressPrinter printer(o.quiet || stream_text);
   if (stream_text && !o.quiet) std::fwrite(request.prompt.data(), 1, request.prompt.size(), stdout);
-  g_stop = false;
-  signal(SIGINT, on_interrupt);
+  const StopOnInterrupt stop("\nstx sample: stopping; what was generated will be written (Ctrl-C again to quit now)\n");
   const engine::SampleResult result = engine::sample(
       bundle.model, request,
       [&](const engine::Event& e) {
@@ -193,8 +179,7 @@ int run_sample_command(SampleCommandOptions& o) {
         }
         printer(e);
       },
-      &g_stop);
-  signal(SIGINT, SIG_DFL);
+      &stop.flag());
   printer(engine::JobEnded{});
   if (stream_text && !o.quiet) std::fputc('\n', stdout);
 

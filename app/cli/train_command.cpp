@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "pattern_options.h"
+#include "interrupt.h"
 #include "progress_printer.h"
 #include "stx/engine/atomic_file.h"
 #include "stx/engine/error.h"
@@ -29,20 +30,7 @@ namespace {
 constexpr int kExitFailed = 1;
 constexpr int kExitInterrupted = 130;
 
-std::atomic<bool> g_cancel{false};
 std::vector<pid_t> g_children;
-
-// First Ctrl-C: stop after the current step and save. A second one: leave at once (the last committed
-// checkpoint stays intact, because checkpoints are only ever renamed into place).
-void on_interrupt(int) {
-  if (g_cancel.exchange(true)) {
-    signal(SIGINT, SIG_DFL);
-    raise(SIGINT);
-    return;
-  }
-  const char message[] = "\nstx train: stopping after this step and saving a checkpoint (Ctrl-C again to quit now)\n";
-  (void)!write(STDERR_FILENO, message, sizeof message - 1);
-}
 
 void forward_interrupt(int) {
   for (pid_t child : g_children) kill(child, SIGINT);
@@ -213,10 +201,13 @@ int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
   }
   engine::TrainOptions options = build_options(c);
   if (const char* threads = std::getenv("STX_THREADS")) at::set_num_threads(std::max(1, std::atoi(threads)));
-  signal(SIGINT, on_interrupt);
   ProgressPrinter printer(c.quiet || options.distributed.rank != 0);
-  const engine::JobEnded end = engine::train(options, [&printer](const engine::Event& e) { printer(e); }, g_cancel);
-  signal(SIGINT, SIG_DFL);
+  engine::JobEnded end;
+  {
+    // The last committed checkpoint stays intact even on a second Ctrl-C: checkpoints are only renamed into place.
+    const StopOnInterrupt stop("\nstx train: stopping after this step and saving a checkpoint (Ctrl-C again to quit now)\n");
+    end = engine::train(options, [&printer](const engine::Event& e) { printer(e); }, stop.flag());
+  }
   switch (end.outcome) {
     case engine::JobEnded::Outcome::completed:
       if (options.distributed.rank == 0) std::cout << "stx train: " << end.message << "; model in " << end.checkpoint.string() << "\n";
