@@ -23,9 +23,10 @@ namespace stx::bench {
 namespace {
 
 struct SampleBenchOptions {
-  std::vector<std::string> models = {"image", "text", "audio"};
+  std::vector<std::string> models = {"image", "text", "audio", "audio-long"};
   std::vector<int64_t> batches = {1, 8};
   int64_t audio_context = 65536;
+  int64_t audio_stride = 0;  // 0: the preset's
   double seconds_per_row = 1.0;
   int threads = 0;  // 0: every core
   bool dense = true;
@@ -38,10 +39,12 @@ struct Row {
   double tokens_per_s = 0, steps_per_s = 0;
 };
 
-// The preset of each data kind; audio at the 65,536 context (5.5 s of 12 kHz audio).
+// The small preset of each data kind, audio at the 65,536 context (5.5 s of 12 kHz audio) with the
+// preset's l = 128; and audio-long, the preset made for that context (l = 256 = sqrt(n)).
 models::ModelConfig config_for(const SampleBenchOptions& o, const std::string& model, bool dense) {
-  models::ModelConfig c = models::preset(model + "-small");
+  models::ModelConfig c = models::preset(model == "audio-long" ? model : model + "-small");
   if (model == "audio") c.context = o.audio_context;
+  if (model == "audio" && o.audio_stride > 0) c.stride = o.audio_stride;
   if (dense) c.pattern = kernels::Pattern::dense;
   c.name = model + (dense ? "-dense" : "");
   c.validate();
@@ -86,12 +89,12 @@ void run(const SampleBenchOptions& o) {
   omp_set_num_threads(threads);
   std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
               "tokens/s counts every sample of the batch\n", threads);
-  std::printf("%-6s  %-8s  %9s  %5s  %8s  %10s  %9s\n", "model", "pattern", "params", "batch", "position",
+  std::printf("%-10s  %-8s  %9s  %5s  %8s  %10s  %9s\n", "model", "pattern", "params", "batch", "position",
               "tokens/s", "steps/s");
   std::vector<Row> rows;
   for (const std::string& name : o.models) {
     for (bool dense : {false, true}) {
-      if (dense && !o.dense) continue;
+      if (dense && (!o.dense || name == "audio-long")) continue;  // audio's dense row already shows that curve
       at::manual_seed(1);
       const models::ModelConfig config = config_for(o, name, dense);
       models::SparseTransformer model(config);
@@ -102,7 +105,7 @@ void run(const SampleBenchOptions& o) {
           r.model = name;
           r.pattern = kernels::to_string(config.pattern);
           r.parameters = model->parameter_count();
-          std::printf("%-6s  %-8s  %9lld  %5lld  %8lld  %10.0f  %9.0f\n", r.model.c_str(), r.pattern.c_str(),
+          std::printf("%-10s  %-8s  %9lld  %5lld  %8lld  %10.0f  %9.0f\n", r.model.c_str(), r.pattern.c_str(),
                       static_cast<long long>(r.parameters), static_cast<long long>(r.batch),
                       static_cast<long long>(r.position), r.tokens_per_s, r.steps_per_s);
           std::fflush(stdout);
@@ -128,9 +131,9 @@ void register_sample_command(CLI::App& parent) {
   auto o = std::make_shared<SampleBenchOptions>();
   CLI::App* cmd = parent.add_subcommand("sample", "Tokens/s of incremental decoding at several positions, "
                                                   "the preset pattern against dense");
-  cmd->add_option("--model", o->models, "Models: image, text, audio (their -small presets)")
+  cmd->add_option("--model", o->models, "Models: image, text, audio (their -small presets), audio-long")
       ->delimiter(',')
-      ->check(CLI::IsMember({"image", "text", "audio"}))
+      ->check(CLI::IsMember({"image", "text", "audio", "audio-long"}))
       ->capture_default_str();
   cmd->add_option("--batch", o->batches, "Samples decoded together; repeat or give a comma list")
       ->delimiter(',')
@@ -138,6 +141,9 @@ void register_sample_command(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--audio-context", o->audio_context, "Context of the audio model")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--audio-stride", o->audio_stride, "Stride l of the audio model (0: the preset's 128)")
+      ->check(CLI::Range(int64_t{0}, int64_t{65536}))
       ->capture_default_str();
   cmd->add_option("--seconds", o->seconds_per_row, "Time spent decoding per row")
       ->check(CLI::Range(0.01, 600.0))

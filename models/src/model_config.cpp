@@ -166,7 +166,7 @@ ModelConfig model_config_from_json(const nlohmann::json& json) {
   return c;
 }
 
-std::vector<std::string> preset_names() { return {"image-small", "text-small", "audio-small"}; }
+std::vector<std::string> preset_names() { return {"image-small", "text-small", "audio-small", "audio-long"}; }
 
 ModelConfig preset(const std::string& name) {
   ModelConfig c;
@@ -208,6 +208,20 @@ ModelConfig preset(const std::string& name) {
     c.d_ff = 768;
     c.pattern = kernels::Pattern::strided;
     c.stride = 128;
+    c.mode = kernels::Combination::merged;
+    c.block = 64;
+    c.recompute = true;
+  } else if (name == "audio-long") {
+    // 65,536 samples = 5.5 s of 12 kHz mu-law, the paper's audio context. l = 256 = sqrt(n): each position
+    // attends about 2 sqrt(n) keys at most, so generating late in the context costs about what it costs early.
+    c.kind = DataKind::audio;
+    c.context = 65536;
+    c.d_model = 192;
+    c.layers = 4;
+    c.heads = 4;
+    c.d_ff = 768;
+    c.pattern = kernels::Pattern::strided;
+    c.stride = 256;
     c.mode = kernels::Combination::merged;
     c.block = 64;
     c.recompute = true;

@@ -552,6 +552,16 @@ void decode(const DecodeParams& p) {
   const float c = p.scale * kLog2e;
   const int64_t work = p.batch * p.heads;
   const int64_t columns = p.cache_columns, capacity = p.capacity;
+  // cache_row() and j mod columns per key, without a division per key when columns is a power of two (the
+  // usual strides): two divisions per key cost more than the key's dot product.
+  const bool pow2 = columns > 0 && (columns & (columns - 1)) == 0;
+  const int shift = pow2 ? __builtin_ctzll(static_cast<unsigned long long>(columns)) : 0;
+  const int64_t rows_per_column = columns > 0 ? (capacity + columns - 1) / columns : 0;
+  auto slot_of = [&](int64_t j) { return pow2 ? (j & (columns - 1)) : j % columns; };
+  auto row_of = [&](int64_t j) {
+    if (columns == 0) return j;
+    return pow2 ? (j & (columns - 1)) * rows_per_column + (j >> shift) : cache_row(j, columns, capacity);
+  };
 #pragma omp parallel if (work > 1 && work * attended_count(p.patterns[0], i) * D > (1 << 16))
   {
     std::vector<KeyRange> ranges;
@@ -572,19 +582,19 @@ void decode(const DecodeParams& p) {
                                    : nullptr;
       // Where key j lies: the window for the last `columns` positions when there is one, else the cache.
       auto key_at = [&](int64_t j) {
-        return kw && j > i - columns ? kw + (j % columns) * p.k_window_stride.seq
-                                     : kc + cache_row(j, columns, capacity) * p.k_stride.seq;
+        return kw && j > i - columns ? kw + slot_of(j) * p.k_window_stride.seq : kc + row_of(j) * p.k_stride.seq;
       };
       auto value_at = [&](int64_t j) {
-        return vw && j > i - columns ? vw + (j % columns) * p.v_window_stride.seq
-                                     : vc + cache_row(j, columns, capacity) * p.v_stride.seq;
+        return vw && j > i - columns ? vw + slot_of(j) * p.v_window_stride.seq : vc + row_of(j) * p.v_stride.seq;
       };
       attended_ranges(p.patterns[h], i, ranges);
       std::fill(acc.begin(), acc.end(), 0.0f);
       float m = kNegInf, l = 0.0f;
-      for (const KeyRange& range : ranges) {
-        for (int64_t j0 = range.first; j0 <= range.last; j0 += kChunk) {
-          const int64_t count = std::min(kChunk, range.last - j0 + 1);
+      // Keys go through the online softmax kChunk at a time, gathered across ranges: the strided pattern's
+      // A2 is one range per key, and a chunk per range cost more than the keys themselves.
+      int64_t chunk_keys[kChunk];
+      int64_t count = 0;
+      auto process_chunk = [&] {
           float chunk_max = kNegInf;
           if (D % W == 0) {
             // W keys at a time: their partial dot products as W vectors, then one transpose sums each
@@ -596,7 +606,7 @@ void decode(const DecodeParams& p) {
               for (int t = 0; t < W; ++t) {
                 vfloat dot = vfloat{};
                 if (t < n) {
-                  const float* k = key_at(j0 + t0 + t);
+                  const float* k = key_at(chunk_keys[t0 + t]);
                   for (int64_t d = 0; d < D; d += W) dot += load(q + d) * load(k + d);
                 }
                 dots[t] = dot;
@@ -611,7 +621,7 @@ void decode(const DecodeParams& p) {
             }
           } else {
             for (int64_t t = 0; t < count; ++t) {
-              const float* k = key_at(j0 + t);
+              const float* k = key_at(chunk_keys[t]);
               vfloat dot = vfloat{};
               int64_t d = 0;
               for (; d + W <= D; d += W) dot += load(q + d) * load(k + d);
@@ -629,14 +639,21 @@ void decode(const DecodeParams& p) {
           for (int64_t t = 0; t < count; ++t) {
             const float w = scores[t];
             l += w;
-            const float* v = value_at(j0 + t);
+            const float* v = value_at(chunk_keys[t]);
             int64_t d = 0;
             for (; d + W <= D; d += W) store(acc.data() + d, load(acc.data() + d) + w * load(v + d));
             for (; d < D; ++d) acc[d] += w * v[d];
           }
           m = m_new;
+        count = 0;
+      };
+      for (const KeyRange& range : ranges) {
+        for (int64_t j = range.first; j <= range.last; ++j) {
+          chunk_keys[count++] = j;
+          if (count == kChunk) process_chunk();
         }
       }
+      if (count > 0) process_chunk();
       float* out = static_cast<float*>(p.out) + b * p.out_stride.batch + h * p.out_stride.head;
       // An empty attended set (fixed A2 alone, before the first summary cell) gives 0 and lse = -inf.
       const float inv = l > 0.0f ? 1.0f / l : 0.0f;
