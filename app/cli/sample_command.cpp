@@ -120,9 +120,11 @@ int run_sample_command(SampleCommandOptions& o) {
     require_kind(bundle, models::DataKind::audio, "audio");
     if (!(o.seconds > 0)) throw UsageError("--seconds must be more than 0");
     const auto generate = static_cast<int64_t>(std::llround(o.seconds * engine::kSampleRate));
-    const double most = static_cast<double>(c.context - 1) / engine::kSampleRate;
     if (generate < 1 || generate > c.context - 1) {
-      throw UsageError("--seconds must be at most " + std::to_string(most).substr(0, 5) + " with this model (context " +
+      char most[32];
+      // Rounded down, so that the figure shown is itself accepted.
+      std::snprintf(most, sizeof most, "%.2f", std::floor(100.0 * (c.context - 1) / engine::kSampleRate) / 100.0);
+      throw UsageError(std::string("--seconds must be at most ") + most + " with this model (context " +
                        std::to_string(c.context) + " samples at 12 kHz)");
     }
     if (!o.prompt.empty()) {

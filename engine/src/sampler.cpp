@@ -78,9 +78,13 @@ int pick_byte(const float* logits, const SamplingSettings& settings, double u) {
   if (settings.temperature == 0.0) {
     return *std::max_element(order.begin(), order.end(), [&](int a, int b) { return logits[a] < logits[b]; });
   }
-  // Most likely first; ties keep byte order, so the choice is a function of the logits and u alone.
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
-  const double top = logits[order[0]];
+  // Only top-k and top-p need the bytes ranked (most likely first; ties keep byte order, so the choice is a
+  // function of the logits and u alone). Plain sampling walks them in byte order: no sort per token.
+  const bool truncated = (settings.top_k > 0 && settings.top_k < 256) || settings.top_p < 1.0;
+  if (truncated) {
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  }
+  const double top = truncated ? logits[order[0]] : *std::max_element(logits, logits + 256);
   std::array<double, 256> p;
   double total = 0.0;
   for (int r = 0; r < 256; ++r) {
@@ -177,9 +181,12 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
     if (position < prompt) continue;  // the prompt is given, not drawn
     bool all_finished = true;
     for (int64_t k = 0; k < count; ++k) {
+      if (finished[k]) {
+        fed[k].push_back(0);  // keeps the batch in step; nothing reads what follows a finished sample
+        continue;
+      }
       const uint8_t byte = static_cast<uint8_t>(pick_byte(logits.data() + k * 256, request.settings, uniform(rngs[k])));
       fed[k].push_back(byte);
-      if (finished[k]) continue;
       std::vector<uint8_t>& s = result.samples[k];
       s.push_back(byte);
       ++result.generated_bytes;

@@ -82,18 +82,16 @@ void log(const Run& run, const EventSink& sink, const std::string& text, LogLine
   emit(run, sink, LogLine{level, text});
 }
 
-// "cpu", "cuda" or "auto" as a device. CUDA needs a CUDA LibTorch and a device; the Debian LibTorch has none.
+// "cpu", "cuda" or "auto" (TrainOptions::validate has refused anything else) as a device. CUDA needs a CUDA
+// LibTorch and a device; the Debian LibTorch has none.
 at::Device resolve_device(const std::string& name) {
   const bool cuda = torch::cuda::is_available();
   if (name == "cpu" || (name == "auto" && !cuda)) return at::Device(at::kCPU);
-  if (name == "cuda" || name == "auto") {
-    if (!cuda) {
-      throw Error("--device cuda: no CUDA device is available (this build's LibTorch or this machine has "
-                  "none); use --device cpu");
-    }
-    return at::Device(at::kCUDA, 0);
+  if (!cuda) {
+    throw Error("--device cuda: no CUDA device is available (this build's LibTorch or this machine has none); "
+                "use --device cpu");
   }
-  throw Error("--device must be cpu, cuda or auto, got '" + name + "'");
+  return at::Device(at::kCUDA, 0);
 }
 
 // Builds the model and optimiser of a new run, or restores them from a checkpoint.

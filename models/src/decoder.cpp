@@ -40,12 +40,12 @@ void layer_norm(const float* x, float* y, int64_t rows, int64_t d, const std::ve
 }
 
 template <class LinearWeights>
-void linear(const std::vector<float>& x, int64_t rows, const LinearWeights& layer, std::vector<float>& y) {
+void linear(const float* x, int64_t rows, const LinearWeights& layer, float* y) {
   kernels::SmallLinearParams p;
-  p.x = x.data();
+  p.x = x;
   p.weight_t = layer.weight_t.data();
   p.bias = layer.bias.data();
-  p.y = y.data();
+  p.y = y;
   p.rows = rows;
   p.in = layer.in;
   p.out = layer.out;
@@ -200,30 +200,22 @@ void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
     Layer& layer = layers_[index];
     // a = attention(norm(h)); b = ff(norm(h + a)); h += a + b   (paper-notes.md, eqs 13-15)
     layer_norm(h_.data(), normed_.data(), rows, d, layer.norm_attention.gamma, layer.norm_attention.beta);
-    linear(normed_, rows, layer.qkv, qkv_);
+    linear(normed_.data(), rows, layer.qkv, qkv_.data());
     attention(layer, static_cast<int>(index));
-    linear(attended_, rows, layer.attention_out, a_);
+    linear(attended_.data(), rows, layer.attention_out, a_.data());
     for (size_t i = 0; i < a_.size(); ++i) b_[i] = h_[i] + a_[i];
     layer_norm(b_.data(), normed_.data(), rows, d, layer.norm_ff.gamma, layer.norm_ff.beta);
-    linear(normed_, rows, layer.ff_in, ff_hidden_);
+    linear(normed_.data(), rows, layer.ff_in, ff_hidden_.data());
     kernels::GeluParams g;
     g.x = ff_hidden_.data();
     g.out = ff_hidden_.data();  // elementwise, so in place is safe
     g.count = static_cast<int64_t>(ff_hidden_.size());
     kernels::gelu_forward(g);
-    linear(ff_hidden_, rows, layer.ff_out, b_);
+    linear(ff_hidden_.data(), rows, layer.ff_out, b_.data());
     for (size_t i = 0; i < h_.size(); ++i) h_[i] += a_[i] + b_[i];
   }
   layer_norm(h_.data(), normed_.data(), rows, d, final_norm_.gamma, final_norm_.beta);
-  kernels::SmallLinearParams p;
-  p.x = normed_.data();
-  p.weight_t = output_.weight_t.data();
-  p.bias = output_.bias.data();
-  p.y = logits;
-  p.rows = rows;
-  p.in = d;
-  p.out = output_.out;
-  kernels::small_linear(p);
+  linear(normed_.data(), rows, output_, logits);
   ++position_;
 }
 
