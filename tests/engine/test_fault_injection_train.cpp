@@ -403,7 +403,8 @@ TEST_F(FaultInjectionTrain, KilledTrainerProcessLeavesALoadableLatestCheckpoint)
     std::string pids;
     for (const std::string& p : killed) pids += (pids.empty() ? "" : "|") + p;
     const std::regex checkpoint("step-[0-9]{8}");
-    const std::regex temporary("\\.(latest\\.json|step-[0-9]{8})\\.tmp-(" + pids + ")-[0-9a-f]{8}");
+    // Temporaries of killed processes, and a checkpoint that retention had renamed away before deleting it.
+    const std::regex temporary("\\.(latest\\.json|step-[0-9]{8})\\.tmp-(" + pids + ")-[0-9a-f]{8}|\\.deleting-step-[0-9]{8}");
     for (const fs::path& folder : {run, run / "checkpoints"}) {
       for (const auto& entry : fs::directory_iterator(folder)) {
         const std::string name = entry.path().filename().string();
@@ -423,6 +424,12 @@ TEST_F(FaultInjectionTrain, KilledTrainerProcessLeavesALoadableLatestCheckpoint)
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   EXPECT_EQ(latest_step(run), step_before + 2);
+  // Its saves cleared every leftover of the killed processes.
+  for (const fs::path& folder : {run, run / "checkpoints"}) {
+    for (const auto& entry : fs::directory_iterator(folder)) {
+      EXPECT_NE(entry.path().filename().string()[0], '.') << "leftover " << entry.path();
+    }
+  }
 }
 
 #endif  // STX_CLI_PATH
