@@ -92,7 +92,16 @@ int launch_workers(int nproc, char** argv) {
 
 engine::TrainOptions build_options(const TrainCommandOptions& c) {
   engine::TrainOptions o;
-  if (c.resume.empty()) {
+  if (!c.init_from.empty()) {
+    if (!c.resume.empty()) throw UsageError("--resume and --init-from cannot be combined");
+    if (!c.preset.empty() || !c.config_file.empty()) {
+      throw UsageError("--init-from takes the model from the checkpoint; drop --preset/--config");
+    }
+    if (c.context > 0) throw UsageError("--context cannot change when fine-tuning");
+    if (c.data.empty()) throw UsageError("--data is required for a new run");
+    if (c.out.empty()) throw UsageError("--out is required for a new run");
+    o.init_from = c.init_from;
+  } else if (c.resume.empty()) {
     if (c.preset.empty() == c.config_file.empty()) throw UsageError("give exactly one of --preset and --config");
     if (!c.preset.empty()) {
       o.model = models::preset(c.preset);
@@ -158,6 +167,8 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
   command->add_option("--data", o.data, "training data: a folder or file (images, audio or text, as the model's kind)");
   command->add_option("--out", o.out, "run folder for checkpoints (must not hold a run already)");
   command->add_option("--resume", o.resume, "continue the run in this run folder or checkpoint folder");
+  command->add_option("--init-from", o.init_from,
+                      "fine-tune: start a new run from this model's architecture and weights");
   command->add_option("--steps", o.steps, "total optimiser steps [default: recipe's, 1000]")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   command->add_option("--batch", o.batch, "sequences per step over all processes [default: 8]")

@@ -17,6 +17,7 @@ struct TrainCommandOptions {
   std::string data;
   std::string out;
   std::string resume;
+  std::string init_from;  // fine-tune: a new run starting from this model
   int64_t steps = 0;          // 0 = the recipe's (or 1000 for a new run)
   int64_t batch = 0;
   int64_t accumulation = 0;

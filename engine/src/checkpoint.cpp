@@ -123,17 +123,29 @@ fs::path resolve_checkpoint(const fs::path& path, bool prefer_best) {
   throw Error(path.string() + ": not a model folder (no config.json) and not a run folder (no latest.json)");
 }
 
-ModelBundle load_checkpoint(const fs::path& folder) {
-  ModelBundle bundle;
-  bundle.folder = folder;
+CheckpointInfo read_checkpoint_info(const fs::path& folder) {
+  CheckpointInfo info;
   const fs::path config_file = folder / "config.json";
   const nlohmann::json config_json = read_json(config_file);
   try {
-    bundle.config = models::model_config_from_json(config_json);
+    info.config = models::model_config_from_json(config_json);
   } catch (const models::ConfigError& e) {
     throw Error(config_file.string() + ": " + e.what());
   }
-  bundle.training = config_json.value("training", nlohmann::json::object());
+  info.training = config_json.value("training", nlohmann::json::object());
+  const fs::path state_file = folder / "train_state.json";
+  std::error_code ec;
+  if (fs::exists(state_file, ec)) info.state = state_from_json(read_json(state_file), state_file);
+  return info;
+}
+
+ModelBundle load_checkpoint(const fs::path& folder) {
+  ModelBundle bundle;
+  bundle.folder = folder;
+  CheckpointInfo info = read_checkpoint_info(folder);
+  bundle.config = info.config;
+  bundle.training = std::move(info.training);
+  bundle.state = info.state;
   bundle.model = models::SparseTransformer(bundle.config);
 
   const fs::path weights_file = folder / "model.safetensors";
@@ -162,9 +174,6 @@ ModelBundle load_checkpoint(const fs::path& folder) {
     const std::vector<uint8_t> bytes = read_file(weights_file, SafetensorsLimits{}.max_file_bytes);
     bundle.weights_hash = hex64(fnv1a64(bytes.data(), bytes.size()));
   }
-  const fs::path state_file = folder / "train_state.json";
-  std::error_code ec;
-  if (fs::exists(state_file, ec)) bundle.state = state_from_json(read_json(state_file), state_file);
   return bundle;
 }
 

@@ -20,6 +20,7 @@
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/crops.h"
 #include "stx/engine/dataset.h"
+#include "stx/engine/distributed.h"
 #include "stx/engine/error.h"
 #include "stx/engine/evaluate.h"
 #include "stx/engine/model_data.h"
@@ -112,6 +113,12 @@ void prepare(Run& run, const EventSink& sink) {
     run.config = resumed->config;
     run.state = *resumed->state;
     log(run, sink, "resuming " + folder.string() + " at step " + std::to_string(run.state.step));
+  } else if (o.init_from) {
+    const fs::path folder = resolve_checkpoint(*o.init_from);
+    resumed = load_checkpoint(folder);
+    run.config = resumed->config;
+    run.state.seed = o.seed;
+    log(run, sink, "fine-tuning " + folder.string() + " (" + run.config.name + ")");
   } else {
     run.config = o.model;
     run.state.seed = o.seed;
@@ -139,7 +146,7 @@ void prepare(Run& run, const EventSink& sink) {
   run.model->to(run.device);
   auto adam = torch::optim::AdamWOptions(o.learning_rate).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay);
   run.optimizer = std::make_unique<torch::optim::AdamW>(run.model->parameters(), adam);
-  if (resumed) load_optimizer_state(resumed->folder, run.model, *run.optimizer);
+  if (resumed && o.resume) load_optimizer_state(resumed->folder, run.model, *run.optimizer);
 }
 
 void load_data(Run& run, const EventSink& sink, const std::atomic<bool>& cancel) {

@@ -53,6 +53,14 @@ struct ModelBundle {
 // folder the latest checkpoint is chosen, or the best one with prefer_best.
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path, bool prefer_best = false);
 
+// config.json and train_state.json of a checkpoint folder, checked, without building the model.
+struct CheckpointInfo {
+  models::ModelConfig config;
+  nlohmann::json training;
+  std::optional<TrainState> state;
+};
+CheckpointInfo read_checkpoint_info(const std::filesystem::path& folder);
+
 // Loads config.json and model.safetensors (fp32 or fp16 weights), and train_state.json when present.
 ModelBundle load_checkpoint(const std::filesystem::path& folder);
 

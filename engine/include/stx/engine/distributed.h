@@ -13,17 +13,9 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace stx::engine {
+#include "stx/engine/distributed_settings.h"
 
-struct DistributedSettings {
-  int rank = 0;
-  int world_size = 1;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-  // From RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; world_size 1 when WORLD_SIZE is unset. Throws
-  // stx::engine::Error for values out of range.
-  static DistributedSettings from_environment();
-};
+namespace stx::engine {
 
 class DataParallel {
  public:

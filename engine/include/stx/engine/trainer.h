@@ -16,7 +16,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "stx/engine/distributed.h"
+#include "stx/engine/distributed_settings.h"
 #include "stx/engine/events.h"
 #include "stx/models/model_config.h"
 
@@ -27,6 +27,9 @@ struct TrainOptions {
   std::filesystem::path data;                       // folder or file; on resume, empty means the recipe's
   std::filesystem::path out;                        // run folder; on resume, empty means the resumed run's
   std::optional<std::filesystem::path> resume;      // a run folder or a checkpoint folder
+  // Fine-tuning: a new run whose architecture and starting weights come from this model (a run folder or a
+  // checkpoint folder); `model` is then ignored, and the optimiser and step count start afresh.
+  std::optional<std::filesystem::path> init_from;
 
   int64_t steps = 1000;          // total optimiser steps of the run (a resumed run continues up to this)
   int64_t batch = 8;             // sequences per optimiser step, over all processes and accumulation steps
