@@ -8,8 +8,7 @@
 # give CMake a second, older nvcc to find.
 set -euo pipefail
 
-# Every package the project needs, one per line with what needs it. Later issues append here
-# (Qt 6, PortAudio, ...).
+# Every package the project needs, one per line with what needs it.
 PACKAGES=(
   build-essential      # g++ 12, make, libc headers
   cmake                # 3.25: CMakePresets.json version 6
@@ -28,6 +27,9 @@ PACKAGES=(
   zlib1g-dev           # gzip-compressed IDX files (Fashion-MNIST)
   dataset-fashion-mnist  # the image corpus, under /usr/share/datasets/fashion-mnist
   libgloo-dev          # headers of Gloo, which LibTorch's c10d ProcessGroupGloo (data-parallel training) includes
+  qt6-base-dev         # stx-studio: Qt 6 Widgets (and Qt Test for its tests)
+  qt6-charts-dev       # stx-studio: the training wizard's loss curves
+  portaudio19-dev      # stx-studio: audio playback
 )
 
 is_installed() {

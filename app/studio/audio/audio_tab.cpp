@@ -1,0 +1,542 @@
+#include "audio/audio_tab.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QStyle>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "audio/playback_bar.h"
+#include "audio/prompt_clip_box.h"
+#include "audio/wav_export.h"
+#include "audio/waveform_view.h"
+#include "core/engine_host.h"
+#include "core/job_progress.h"
+#include "core/model_picker.h"
+#include "core/model_text.h"
+#include "core/sampling_controls.h"
+#include "core/studio_context.h"
+#include "stx/engine/audio_io.h"
+#include "stx/engine/export.h"
+
+namespace stx::studio {
+
+namespace {
+
+constexpr int kRate = stx::engine::kSampleRate;
+constexpr int kMaxSamples = 8;
+constexpr size_t kLiveProbesKept = 64;  // for tests and the last marks; a long run sends thousands
+
+QString seconds_text(qint64 bytes) { return QLocale().toString(static_cast<double>(bytes) / kRate, 'f', 3); }
+
+qint64 bytes_for(double seconds) { return static_cast<qint64>(std::llround(seconds * kRate)); }
+
+}  // namespace
+
+AudioTab::AudioTab(StudioContext* context, QWidget* parent) : StudioTab(context, parent) {
+  host_ = new EngineHost(this);
+  waveform_ = new WaveformView;
+  playback_ = new PlaybackBar(waveform_);
+  progress_ = new JobProgress;
+
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(buildControls());
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  // Room for the vertical scroll bar that short windows get, so that it never covers the controls. The
+  // panel's size is only right once the style has polished it.
+  scroll->widget()->ensurePolished();
+  scroll->setMinimumWidth(scroll->widget()->sizeHint().width() +
+                          style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 8);
+  scroll->setSizePolicy(QSizePolicy::Minimum, QSizePolicy::Expanding);  // the waveform takes the rest
+
+  auto* right = new QVBoxLayout;
+  right->addWidget(waveform_, 1);
+  right->addWidget(playback_);
+  right->addWidget(buildExportRow());
+  right->addWidget(progress_);
+  auto* layout = new QHBoxLayout(this);
+  layout->addWidget(scroll);
+  layout->addLayout(right, 1);
+
+  connectWorker();
+  connect(progress_, &JobProgress::stopRequested, host_, &EngineHost::stop);
+  connect(picker_, &ModelPicker::modelChosen, this, [this](const QString& path) {
+    if (!path.isEmpty()) host_->openModel(path);
+  });
+  connect(waveform_, &WaveformView::positionClicked, this, &AudioTab::inspectAt);
+  connect(playback_, &PlaybackBar::failed, this,
+          [this](const QString& message) { this->context()->showError(tr("Playback: %1").arg(message)); });
+  connect(prompt_, &PromptClipBox::promptChanged, this, &AudioTab::promptChanged);
+  connect(prompt_, &PromptClipBox::failed, this, [this](const QString& message) {
+    this->context()->showError(message);
+    updateButtons();
+  });
+  connect(prompt_, &PromptClipBox::clipOpened, this, [this](const QString& path) {
+    this->context()->addRecentFile(path);
+    this->context()->log(StudioContext::Level::info, tr("opened clip %1").arg(path));
+    updateButtons();
+  });
+
+  promptChanged();
+  // A library model is opened once the window has restored the last one (or there was none).
+  QTimer::singleShot(0, this, [this] {
+    if (picker_->currentPath().isEmpty() && picker_->combo()->count() > 0)
+      picker_->combo()->setCurrentIndex(0);
+  });
+}
+
+AudioTab::~AudioTab() { playback_->stop(); }
+
+QWidget* AudioTab::buildControls() {
+  picker_ = new ModelPicker(QStringLiteral("audio"));
+  auto* modelBox = new QGroupBox(tr("Model"));
+  (new QVBoxLayout(modelBox))->addWidget(picker_);
+
+  prompt_ = new PromptClipBox;
+
+  duration_ = new QDoubleSpinBox;
+  duration_->setDecimals(3);
+  duration_->setRange(0.001, 3600.0);
+  duration_->setSingleStep(0.5);
+  duration_->setValue(2.0);
+  duration_->setSuffix(tr(" s"));
+  duration_->setToolTip(tr("Seconds to generate after the prompt (12,000 samples a second)"));
+  lengthNote_ = new QLabel;
+  lengthNote_->setWordWrap(true);
+  auto* lengthBox = new QGroupBox(tr("Length"));
+  auto* lengthForm = new QFormLayout(lengthBox);
+  lengthForm->addRow(tr("Generate"), duration_);
+  lengthForm->addRow(lengthNote_);
+
+  sampling_ = new SamplingControls(kMaxSamples);
+  auto* samplingBox = new QGroupBox(tr("Sampling"));
+  (new QVBoxLayout(samplingBox))->addWidget(sampling_);
+
+  layer_ = new QSpinBox;
+  head_ = new QSpinBox;
+  for (QSpinBox* box : {layer_, head_}) {
+    box->setRange(0, 0);  // the model's layers and heads, once it is open
+    box->setMinimumWidth(box->fontMetrics().horizontalAdvance(QStringLiteral("000")) + 40);
+  }
+  liveAttention_ = new QCheckBox(tr("Show live while generating"));
+  liveAttention_->setChecked(true);
+  liveAttention_->setToolTip(tr("Marks on the selected sample show which earlier positions this head read"));
+  attentionNote_ =
+      new QLabel(tr("After generating, click a point of a sample to see what this head attended "
+                    "to there."));
+  attentionNote_->setWordWrap(true);
+  auto* headRow = new QHBoxLayout;
+  headRow->addWidget(new QLabel(tr("Layer")));
+  headRow->addWidget(layer_);
+  headRow->addWidget(new QLabel(tr("Head")));
+  headRow->addWidget(head_);
+  headRow->addStretch();
+  auto* attentionBox = new QGroupBox(tr("Attention"));
+  auto* attentionColumn = new QVBoxLayout(attentionBox);
+  attentionColumn->addLayout(headRow);
+  attentionColumn->addWidget(liveAttention_);
+  attentionColumn->addWidget(attentionNote_);
+
+  generate_ = new QPushButton(tr("Generate"));
+  generate_->setDefault(true);
+  generate_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+  generate_->setMinimumHeight(32);
+
+  auto* panel = new QWidget;
+  auto* column = new QVBoxLayout(panel);
+  column->setContentsMargins(0, 0, 4, 0);
+  const QList<QWidget*> parts = {modelBox, prompt_, lengthBox, samplingBox, attentionBox, generate_};
+  for (QWidget* part : parts) column->addWidget(part);
+  column->addStretch();
+
+  connect(duration_, &QDoubleSpinBox::valueChanged, this, [this] {
+    updateLengthNote();
+    updateButtons();
+  });
+  connect(generate_, &QPushButton::clicked, this, &AudioTab::generate);
+  auto reinspect = [this] {
+    // A new head for the point already inspected: show its marks.
+    if (!generating_ && !results_.empty() && waveform_->attentionPosition() >= 0) {
+      inspectAt(waveform_->attentionLane(), waveform_->attentionPosition());
+    }
+  };
+  connect(layer_, &QSpinBox::valueChanged, this, [this, reinspect](int layer) {
+    wantedLayer_ = layer;
+    reinspect();
+  });
+  connect(head_, &QSpinBox::valueChanged, this, [this, reinspect](int head) {
+    wantedHead_ = head;
+    reinspect();
+  });
+  return panel;
+}
+
+QWidget* AudioTab::buildExportRow() {
+  outputRate_ = new QComboBox;
+  for (int rate : stx::engine::kWavOutputRates) {
+    outputRate_->addItem(tr("%1 Hz").arg(QLocale().toString(rate)), rate);
+  }
+  outputRate_->setCurrentIndex(outputRate_->findData(48000));
+  outputRate_->setToolTip(tr("The WAV's sample rate: the model's own 12 kHz, or resampled for any player"));
+  exportAll_ = new QCheckBox(tr("All samples"));
+  exportAll_->setToolTip(
+      tr("Export every sample as name-1.wav, name-2.wav, ... instead of the selected one"));
+  export_ = new QPushButton(tr("Export WAV..."));
+  export_->setToolTip(tr("Write the selected sample as a WAV file, with the model, seed and settings in it"));
+  connect(export_, &QPushButton::clicked, this, &AudioTab::exportResults);
+
+  // Under the playback row: min width stays small, and the left panel fits a laptop screen.
+  auto* row = new QWidget;
+  auto* layout = new QHBoxLayout(row);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(new QLabel(tr("WAV rate")));
+  layout->addWidget(outputRate_);
+  layout->addWidget(exportAll_);
+  layout->addWidget(export_);
+  layout->addStretch();
+  return row;
+}
+
+void AudioTab::connectWorker() {
+  EngineWorker* worker = host_->worker();
+  connect(host_, &EngineHost::busyChanged, this, [this] {
+    updateButtons();
+    emit actionsChanged();
+  });
+  connect(worker, &EngineWorker::logLine, this, [this](int level, const QString& text) {
+    context()->log(static_cast<StudioContext::Level>(level), text);
+  });
+  connect(worker, &EngineWorker::failed, this, [this](const QString& job, const QString& message) {
+    if (job == QLatin1String("open model")) summary_.reset();
+    context()->showError(message);
+  });
+  connect(worker, &EngineWorker::jobFinished, this, [this](const QString& job, bool ok) {
+    if (job == QLatin1String("generate")) {
+      generating_ = false;
+      playback_->setGenerating(false);
+      if (!ok) progress_->finish(tr("Generation failed"));
+      prompt_->setLocked(false);
+      promptChanged();
+    } else if (job == QLatin1String("inspect")) {
+      inspecting_ = false;
+      if (pendingInspect_) {
+        const auto [lane, position] = *pendingInspect_;
+        pendingInspect_.reset();
+        inspectAt(lane, position);
+      }
+    }
+    updateButtons();
+    emit actionsChanged();
+  });
+  connect(worker, &EngineWorker::modelOpened, this,
+          [this](const stx::engine::ModelSummary& summary, const QString& device) {
+            if (summary.kind != "audio") {
+              summary_.reset();
+              context()->showError(tr("%1: this is a %2 model; the Audio tab needs an audio model")
+                                       .arg(QString::fromStdString(summary.folder.string()),
+                                            QString::fromStdString(summary.kind)));
+            } else {
+              summary_ = summary;
+              device_ = device;
+              const QSignalBlocker blockLayer(layer_), blockHead(head_);
+              layer_->setRange(0, static_cast<int>(std::max<int64_t>(summary.layers - 1, 0)));
+              head_->setRange(0, static_cast<int>(std::max<int64_t>(summary.heads - 1, 0)));
+              layer_->setValue(wantedLayer_);
+              head_->setValue(wantedHead_);
+              picker_->showSummary(summary_line(summary));
+              context()->setStatus(this, modelName(), device_, -1);
+              prompt_->setContext(summary.context);
+            }
+            updateLengthNote();
+            updateButtons();
+          });
+  connect(worker, &EngineWorker::sampleStarted, this, [this](const stx::engine::SampleStarted& started) {
+    lastSeed_ = started.seed;
+    sampling_->showSeedUsed(started.seed);
+    context()->log(StudioContext::Level::info,
+                   tr("generating %n audio sample(s) of %1 s, seed %2", "", static_cast<int>(started.count))
+                       .arg(seconds_text(started.length))
+                       .arg(static_cast<qulonglong>(started.seed)));
+  });
+  connect(worker, &EngineWorker::sampleBytes, this, [this](const stx::engine::SampleBytes& bytes) {
+    waveform_->appendBytes(static_cast<int>(bytes.sample), bytes.position, bytes.bytes);
+    playback_->appendBytes(static_cast<int>(bytes.sample), bytes.bytes);
+  });
+  connect(worker, &EngineWorker::sampleProgress, this, [this](const stx::engine::SampleProgress& p) {
+    tokensPerSecond_ = p.tokens_per_second;
+    progress_->update(p.position, p.length, p.tokens_per_second, tr("tok"), p.eta_seconds);
+    context()->setStatus(this, modelName(), device_, p.tokens_per_second);
+  });
+  connect(worker, &EngineWorker::attentionProbe, this, [this](const stx::engine::AttentionProbe& probe) {
+    if (liveProbes_.size() >= kLiveProbesKept) liveProbes_.erase(liveProbes_.begin());
+    liveProbes_.push_back(probe);
+    if (probe.sample == waveform_->selectedLane()) {
+      waveform_->setAttention(static_cast<int>(probe.sample), probe.position, probe.positions, probe.weights);
+    }
+  });
+  connect(worker, &EngineWorker::sampleFinished, this, [this](const stx::engine::SampleResult& result) {
+    results_ = result.samples;
+    lastSeed_ = result.seed;
+    sampling_->showSeedUsed(result.seed);
+    waveform_->setSamples(results_, static_cast<qint64>(runPrompt_.size()));
+    tokensPerSecond_ = result.tokens_per_second;
+    const qint64 longest = results_.empty() ? 0 : static_cast<qint64>(results_.front().size());
+    progress_->finish(result.cancelled
+                          ? tr("Stopped: kept %1 s per sample").arg(seconds_text(longest))
+                          : tr("Done: %n sample(s) of %1 s · %2 tok/s", "", static_cast<int>(results_.size()))
+                                .arg(seconds_text(longest))
+                                .arg(QLocale().toString(result.tokens_per_second, 'f', 0)));
+    context()->setStatus(this, modelName(), device_, result.tokens_per_second);
+  });
+  connect(worker, &EngineWorker::inspected, this, [this](const stx::engine::AttentionProbe& probe) {
+    waveform_->setAttention(inspectLane_, probe.position, probe.positions, probe.weights);
+    attentionNote_->setText(tr("Layer %1 head %2 at %3 s (position %4) read %n earlier position(s).", "",
+                               static_cast<int>(probe.positions.size()))
+                                .arg(probe.layer)
+                                .arg(probe.head)
+                                .arg(seconds_text(probe.position))
+                                .arg(probe.position));
+  });
+}
+
+QString AudioTab::openFilter() const { return PromptClipBox::fileFilter(); }
+
+bool AudioTab::acceptsFile(const QString& path) const { return PromptClipBox::acceptsFile(path); }
+
+void AudioTab::openFile(const QString& path) {
+  prompt_->openFile(path);
+  updateButtons();
+}
+
+bool AudioTab::clipLoading() const { return prompt_->loading(); }
+AudioPlayer* AudioTab::player() const { return playback_->player(); }
+QPushButton* AudioTab::playButton() const { return playback_->playButton(); }
+QPushButton* AudioTab::stopPlaybackButton() const { return playback_->stopButton(); }
+QLabel* AudioTab::playbackNote() const { return playback_->note(); }
+const Bytes& AudioTab::promptBytes() const { return prompt_->prompt(); }
+QString AudioTab::clipName() const { return prompt_->clipName(); }
+QDoubleSpinBox* AudioTab::promptKeepBox() const { return prompt_->keepBox(); }
+
+void AudioTab::promptChanged() {
+  // Before a run, the waveform previews the prompt the run will start with.
+  const Bytes& prompt = prompt_->prompt();
+  if (!generating_ && results_.empty()) {
+    waveform_->reset(prompt.empty() ? 0 : 1, prompt, static_cast<qint64>(prompt.size()));
+    if (!prompt.empty()) {
+      waveform_->setTitle(tr("Prompt: %1, first %2 s").arg(prompt_->clipName(), seconds_text(prompt.size())));
+    }
+  }
+  updateLengthNote();
+  updateButtons();
+}
+
+qint64 AudioTab::generationLength() const {
+  const qint64 wanted = static_cast<qint64>(prompt_->prompt().size()) + bytes_for(duration_->value());
+  return summary_ ? std::min<qint64>(wanted, summary_->context) : wanted;
+}
+
+void AudioTab::updateLengthNote() {
+  const qint64 length = generationLength();
+  const qint64 wanted = static_cast<qint64>(prompt_->prompt().size()) + bytes_for(duration_->value());
+  QString text = tr("Each sample: %1 s (%2 samples)").arg(seconds_text(length), QLocale().toString(length));
+  if (!prompt_->prompt().empty())
+    text += QStringLiteral(", ") + tr("of which %1 s prompt").arg(seconds_text(prompt_->prompt().size()));
+  if (length < wanted) {
+    text += QStringLiteral("<br><span style='color:#b45309'>") +
+            tr("Capped at the model's context of %1 samples.").arg(QLocale().toString(length)) +
+            QStringLiteral("</span>");
+  }
+  lengthNote_->setText(text);
+}
+
+void AudioTab::updateButtons() {
+  const bool busy = host_->busy();
+  const bool canGenerate = summary_ && !busy && !clipLoading() &&
+                           generationLength() > static_cast<qint64>(prompt_->prompt().size());
+  generate_->setEnabled(canGenerate);
+  generate_->setToolTip(!summary_ ? tr("Open an audio model first")
+                        : busy    ? tr("The model is busy; Stop ends the running job")
+                                  : tr("Generate (Ctrl+Return)"));
+  playback_->refresh();
+  export_->setEnabled(canExport());
+  exportAll_->setEnabled(results_.size() > 1);
+}
+
+void AudioTab::generate() {
+  if (!summary_) {
+    context()->showError(tr("No audio model is open: pick one in the Model box or open a model folder"));
+    return;
+  }
+  if (host_->busy() || clipLoading()) return;
+  stx::engine::SampleRequest request;
+  request.prompt = prompt_->prompt();
+  request.length = generationLength();
+  if (request.length <= static_cast<int64_t>(prompt_->prompt().size())) {
+    context()->showError(tr("The prompt fills the model's context: keep less of the clip"));
+    return;
+  }
+  request.count = sampling_->sampleCount();
+  request.settings = sampling_->settings();
+  request.seed = sampling_->seed();
+  if (liveAttention_->isChecked()) {
+    request.probe_layer = layer_->value();
+    request.probe_head = head_->value();
+  }
+  request.event_interval_seconds = 1.0 / 30;
+
+  runPrompt_ = prompt_->prompt();
+  runPromptText_ = prompt_->promptText();
+  runSettings_ = request.settings;
+  runModel_ = *summary_;
+  results_.clear();
+  liveProbes_.clear();
+  lastSeed_.reset();
+  pendingInspect_.reset();
+  generating_ = true;
+  playback_->setGenerating(true);
+  waveform_->reset(static_cast<int>(request.count), runPrompt_, request.length);
+  progress_->start(tr("Generating %n sample(s)...", "", static_cast<int>(request.count)));
+  attentionNote_->setText(
+      tr("After generating, click a point of a sample to see what this head attended to "
+         "there."));
+  host_->generate(request);
+  prompt_->setLocked(true);
+  updateButtons();
+  emit actionsChanged();
+}
+
+void AudioTab::inspectAt(int lane, qint64 position) {
+  if (generating_ || lane < 0 || lane >= static_cast<int>(results_.size())) return;
+  if (position < 0 || position >= static_cast<qint64>(results_[static_cast<size_t>(lane)].size())) return;
+  if (inspecting_) {  // one at a time: the latest click runs next
+    pendingInspect_ = std::make_pair(lane, position);
+    return;
+  }
+  inspecting_ = true;
+  inspectLane_ = lane;
+  attentionNote_->setText(tr("Inspecting position %1...").arg(position));
+  host_->inspect(results_[static_cast<size_t>(lane)], layer_->value(), head_->value(), position);
+}
+
+QString AudioTab::modelName() const {
+  return summary_ ? QString::fromStdString(summary_->name) : tr("no audio model");
+}
+
+bool AudioTab::canExport() const {
+  return !generating_ && lastSeed_.has_value() &&
+         std::any_of(results_.begin(), results_.end(), [](const Bytes& b) { return !b.empty(); });
+}
+
+void AudioTab::exportResults() {
+  if (!canExport()) return;
+  const bool all = exportAll_->isChecked() && results_.size() > 1;
+  const int rate = outputRate_->currentData().toInt();
+  QString folder = lastFolder_;
+  if (folder.isEmpty() || !QFileInfo(folder).isDir()) {
+    folder = QStandardPaths::writableLocation(QStandardPaths::MusicLocation);
+  }
+  const QString name = QStringLiteral("%1-seed%2.wav")
+                           .arg(QString::fromStdString(runModel_.name))
+                           .arg(static_cast<qulonglong>(*lastSeed_));
+  const QString title = all ? tr("Export %n samples as WAV", "", static_cast<int>(results_.size()))
+                            : tr("Export sample %1 as WAV").arg(waveform_->selectedLane() + 1);
+  const QString path = WavExport::askTarget(this, title, QDir(folder).filePath(name),
+                                            all ? static_cast<int>(results_.size()) : 1);
+  if (path.isEmpty()) return;
+  exportTo(path, rate, all);
+}
+
+QStringList AudioTab::exportTo(const QString& path, int rate, bool allSamples) {
+  QStringList written;
+  if (!canExport()) return written;
+  stx::engine::ExportInfo info;
+  info.model_name = runModel_.name;
+  info.model_hash = runModel_.weights_hash;
+  info.seed = *lastSeed_;
+  info.temperature = runSettings_.temperature;
+  info.top_k = runSettings_.top_k;
+  info.top_p = runSettings_.top_p;
+  info.prompt = runPromptText_.toStdString();
+  info.created = stx::engine::utc_timestamp_now();
+  std::vector<int> which;
+  if (allSamples) {
+    for (int i = 0; i < static_cast<int>(results_.size()); ++i) which.push_back(i);
+  } else {
+    which.push_back(std::clamp(waveform_->selectedLane(), 0, static_cast<int>(results_.size()) - 1));
+  }
+  QString error;
+  written = WavExport::write(path, results_, which, rate, info, &error);
+  for (const QString& file : written) context()->addRecentFile(file);
+  if (!error.isEmpty()) context()->showError(error);
+  if (!written.isEmpty()) {
+    lastFolder_ = QFileInfo(path).absolutePath();
+    context()->log(StudioContext::Level::info, tr("exported %1").arg(written.join(QStringLiteral(", "))));
+  }
+  return written;
+}
+
+void AudioTab::restoreSettings(QSettings& settings) {
+  sampling_->restore(settings);
+  duration_->setValue(settings.value(QStringLiteral("durationSeconds"), duration_->value()).toDouble());
+  prompt_->setKeepSeconds(settings.value(QStringLiteral("promptSeconds"), prompt_->keepSeconds()).toDouble());
+  const int rateIndex = outputRate_->findData(settings.value(QStringLiteral("outputRate"), 48000).toInt());
+  if (rateIndex >= 0) outputRate_->setCurrentIndex(rateIndex);
+  exportAll_->setChecked(settings.value(QStringLiteral("exportAll"), false).toBool());
+  lastFolder_ = settings.value(QStringLiteral("lastFolder"), lastFolder_).toString();
+  prompt_->setFolder(lastFolder_);
+  liveAttention_->setChecked(settings.value(QStringLiteral("liveAttention"), true).toBool());
+  // Applied when the model is open: until then the boxes' ranges are unknown.
+  wantedLayer_ = settings.value(QStringLiteral("probeLayer"), 0).toInt();
+  wantedHead_ = settings.value(QStringLiteral("probeHead"), 0).toInt();
+  const QString model = settings.value(QStringLiteral("model")).toString();
+  if (!model.isEmpty() && QFileInfo(model).isDir()) picker_->choose(model);
+}
+
+void AudioTab::saveSettings(QSettings& settings) const {
+  sampling_->save(settings);
+  settings.setValue(QStringLiteral("durationSeconds"), duration_->value());
+  settings.setValue(QStringLiteral("promptSeconds"), prompt_->keepSeconds());
+  settings.setValue(QStringLiteral("outputRate"), outputRate_->currentData().toInt());
+  settings.setValue(QStringLiteral("exportAll"), exportAll_->isChecked());
+  settings.setValue(QStringLiteral("lastFolder"), lastFolder_);
+  settings.setValue(QStringLiteral("liveAttention"), liveAttention_->isChecked());
+  settings.setValue(QStringLiteral("probeLayer"), wantedLayer_);
+  settings.setValue(QStringLiteral("probeHead"), wantedHead_);
+  settings.setValue(QStringLiteral("model"), picker_->currentPath());
+}
+
+void AudioTab::useModel(const QString& path) { picker_->choose(path); }
+
+void AudioTab::refreshModels() { picker_->refresh(); }
+
+void AudioTab::activated() {
+  context()->setStatus(this, modelName(), summary_ ? device_ : QString(), tokensPerSecond_);
+}
+
+bool AudioTab::busy() const { return host_->busy(); }
+
+bool AudioTab::hasRunningWork() const { return host_->generating(); }
+
+void AudioTab::stop() {
+  host_->stop();
+  playback_->stop();
+}
+
+}  // namespace stx::studio

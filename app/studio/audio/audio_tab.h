@@ -1,0 +1,136 @@
+// The Audio tab: generate 12 kHz mu-law audio with an audio model, unconditionally or continuing the start of
+// a clip the user opens or drops, watch it grow in a waveform, play it (also while it is still being
+// generated), see what a head attends to, and export WAVs at 12, 44.1 or 48 kHz.
+#pragma once
+
+#include <QPointer>
+#include <QString>
+#include <QStringList>  // before engine_types.h, which uses it without including it
+#include <optional>
+#include <vector>
+
+#include "core/engine_types.h"
+#include "core/studio_tab.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QPushButton;
+class QSpinBox;
+
+namespace stx::studio {
+
+class AudioPlayer;
+class PlaybackBar;
+class EngineHost;
+class JobProgress;
+class ModelPicker;
+class PromptClipBox;
+class SamplingControls;
+class WaveformView;
+
+class AudioTab : public StudioTab {
+  Q_OBJECT
+
+ public:
+  explicit AudioTab(StudioContext* context, QWidget* parent = nullptr);
+  ~AudioTab() override;
+
+  QString openFilter() const override;
+  void openFile(const QString& path) override;
+  bool acceptsFile(const QString& path) const override;
+  bool canExport() const override;
+  void exportResults() override;
+  void restoreSettings(QSettings& settings) override;
+  void saveSettings(QSettings& settings) const override;
+  void useModel(const QString& path) override;
+  void refreshModels() override;
+  void activated() override;
+  bool busy() const override;
+  bool hasRunningWork() const override;
+  void stop() override;
+
+  // Starts a generation with the controls' settings (what the Generate button does).
+  void generate();
+  // Writes the selected sample (or every sample, numbered) as WAV at `rate` to `path`, replacing what is
+  // there; errors go to showError. Returns the files written.
+  QStringList exportTo(const QString& path, int rate, bool allSamples);
+
+  // The prompt the next generation starts with (the kept part of the clip) and the bytes per sample.
+  const Bytes& promptBytes() const;
+  qint64 generationLength() const;
+  bool modelReady() const { return summary_.has_value(); }
+  bool clipLoading() const;
+  QString clipName() const;
+  const std::vector<Bytes>& results() const { return results_; }
+  std::optional<uint64_t> lastSeed() const { return lastSeed_; }
+  const std::vector<stx::engine::AttentionProbe>& liveProbes() const { return liveProbes_; }
+
+  WaveformView* waveform() const { return waveform_; }
+  AudioPlayer* player() const;
+  SamplingControls* sampling() const { return sampling_; }
+  ModelPicker* modelPicker() const { return picker_; }
+  JobProgress* progress() const { return progress_; }
+  QPushButton* generateButton() const { return generate_; }
+  QPushButton* playButton() const;
+  QPushButton* stopPlaybackButton() const;
+  QLabel* playbackNote() const;
+  QDoubleSpinBox* durationBox() const { return duration_; }
+  QDoubleSpinBox* promptKeepBox() const;
+  QSpinBox* layerBox() const { return layer_; }
+  QSpinBox* headBox() const { return head_; }
+  QCheckBox* liveAttentionBox() const { return liveAttention_; }
+  QComboBox* outputRateBox() const { return outputRate_; }
+  QCheckBox* exportAllBox() const { return exportAll_; }
+
+ private:
+  QWidget* buildControls();
+  QWidget* buildExportRow();
+  void connectWorker();
+  void promptChanged();
+  void updateLengthNote();
+  void updateButtons();
+  void inspectAt(int lane, qint64 position);
+  QString modelName() const;
+
+  EngineHost* host_;
+  PlaybackBar* playback_;
+  ModelPicker* picker_;
+  SamplingControls* sampling_;
+  WaveformView* waveform_;
+  JobProgress* progress_;
+  PromptClipBox* prompt_;
+  QDoubleSpinBox* duration_;
+  QLabel* lengthNote_;
+  QSpinBox* layer_;
+  QSpinBox* head_;
+  QCheckBox* liveAttention_;
+  QLabel* attentionNote_;
+  QPushButton* generate_;
+  QComboBox* outputRate_;
+  QCheckBox* exportAll_;
+  QPushButton* export_;
+
+  std::optional<stx::engine::ModelSummary> summary_;
+  QString device_;
+  double tokensPerSecond_ = -1;
+
+  // The run being shown, and how it was made (for exports).
+  bool generating_ = false;
+  Bytes runPrompt_;
+  QString runPromptText_;
+  stx::engine::SamplingSettings runSettings_;
+  stx::engine::ModelSummary runModel_;
+  std::optional<uint64_t> lastSeed_;
+  std::vector<Bytes> results_;
+  std::vector<stx::engine::AttentionProbe> liveProbes_;
+
+  bool inspecting_ = false;
+  std::optional<std::pair<int, qint64>> pendingInspect_;  // the latest click while one was in flight
+  int inspectLane_ = 0;
+  int wantedLayer_ = 0, wantedHead_ = 0;  // kept while a model with fewer layers or heads is open
+  QString lastFolder_;
+};
+
+}  // namespace stx::studio

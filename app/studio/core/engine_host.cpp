@@ -1,0 +1,104 @@
+#include "core/engine_host.h"
+
+#include <QMetaObject>
+
+namespace stx::studio {
+
+namespace {
+
+// Qt needs each value type that crosses threads registered once before the first queued signal.
+void register_types_once() {
+  static const bool registered = [] {
+    qRegisterMetaType<Bytes>();
+    qRegisterMetaType<DatasetScan>();
+    qRegisterMetaType<stx::engine::ModelSummary>();
+    qRegisterMetaType<stx::engine::SampleRequest>();
+    qRegisterMetaType<stx::engine::SampleResult>();
+    qRegisterMetaType<stx::engine::SampleStarted>();
+    qRegisterMetaType<stx::engine::SampleProgress>();
+    qRegisterMetaType<stx::engine::SampleBytes>();
+    qRegisterMetaType<stx::engine::AttentionProbe>();
+    qRegisterMetaType<stx::engine::TrainOptions>();
+    qRegisterMetaType<stx::engine::TrainProgress>();
+    qRegisterMetaType<stx::engine::ValidationDone>();
+    qRegisterMetaType<stx::engine::CheckpointSaved>();
+    qRegisterMetaType<stx::engine::JobEnded>();
+    qRegisterMetaType<stx::engine::TrainingEstimate>();
+    return true;
+  }();
+  (void)registered;
+}
+
+}  // namespace
+
+EngineHost::EngineHost(QObject* parent) : QObject(parent) {
+  register_types_once();
+  worker_ = new EngineWorker;
+  worker_->moveToThread(&thread_);
+  connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+  connect(worker_, &EngineWorker::jobStarted, this, [this](const QString& job) { job_ = job; });
+  connect(worker_, &EngineWorker::jobFinished, this, [this](const QString& job, bool) {
+    if (job == QLatin1String("generate") || job == QLatin1String("regenerate")) --generations_;
+    if (--pending_ == 0) {
+      job_.clear();
+      emit busyChanged(false);
+    }
+  });
+  thread_.setObjectName(QStringLiteral("stx engine"));
+  thread_.start();
+}
+
+EngineHost::~EngineHost() {
+  worker_->requestStop();
+  thread_.requestInterruption();
+  thread_.quit();
+  thread_.wait();
+}
+
+template <typename Call>
+void EngineHost::queue(Call&& call) {
+  // A stop pressed while a job waits in the queue must stop that job too, so the flag is cleared only when
+  // nothing is pending.
+  if (pending_++ == 0) {
+    worker_->clearStop();
+    emit busyChanged(true);
+  }
+  QMetaObject::invokeMethod(worker_, std::forward<Call>(call), Qt::QueuedConnection);
+}
+
+void EngineHost::openModel(const QString& path) {
+  queue([w = worker_, path] { w->openModel(path); });
+}
+
+void EngineHost::generate(const stx::engine::SampleRequest& request) {
+  ++generations_;
+  queue([w = worker_, request] { w->generate(request); });
+}
+
+void EngineHost::regenerate(const Bytes& previous, qint64 keep, const stx::engine::SampleRequest& request) {
+  ++generations_;
+  queue([w = worker_, previous, keep, request] { w->regenerate(previous, keep, request); });
+}
+
+void EngineHost::inspect(const Bytes& bytes, int layer, int head, qint64 position) {
+  queue([w = worker_, bytes, layer, head, position] { w->inspect(bytes, layer, head, position); });
+}
+
+void EngineHost::train(const stx::engine::TrainOptions& options) {
+  queue([w = worker_, options] { w->train(options); });
+}
+
+void EngineHost::estimate(const stx::engine::TrainOptions& options, int steps) {
+  queue([w = worker_, options, steps] { w->estimate(options, steps); });
+}
+
+void EngineHost::scanFolder(const QString& folder, const QString& kind, int imageHeight, int imageWidth,
+                            int imageChannels) {
+  queue([w = worker_, folder, kind, imageHeight, imageWidth, imageChannels] {
+    w->scanFolder(folder, kind, imageHeight, imageWidth, imageChannels);
+  });
+}
+
+void EngineHost::stop() { worker_->requestStop(); }
+
+}  // namespace stx::studio

@@ -1,0 +1,150 @@
+// The Image tab: sample images from an image model, or complete an image the user opened (keep its top rows,
+// let the model draw the rest), watch the samples fill pixel by pixel with the attention of the byte being
+// drawn, regenerate a sample from a chosen row, inspect what a head attended for any pixel afterwards, and
+// export PNGs that record how they were made.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+#include "core/engine_types.h"
+#include "core/studio_tab.h"
+#include "image/image_canvas.h"
+#include "image/image_export.h"
+
+class QCheckBox;
+class QLabel;
+class QPushButton;
+class QSpinBox;
+
+namespace stx::studio {
+
+class ImageAttentionInspector;
+class EngineHost;
+class ImageControls;
+class ImageLoader;
+class JobProgress;
+class ModelPicker;
+class SamplingControls;
+
+class ImageTab : public StudioTab {
+  Q_OBJECT
+
+ public:
+  explicit ImageTab(StudioContext* context, QWidget* parent = nullptr);
+
+  QString openFilter() const override;
+  void openFile(const QString& path) override;
+  bool acceptsFile(const QString& path) const override;
+  bool canExport() const override;
+  void exportResults() override;
+  void restoreSettings(QSettings& settings) override;
+  void saveSettings(QSettings& settings) const override;
+  void useModel(const QString& path) override;
+  void refreshModels() override;
+  void activated() override;
+  bool busy() const override { return job_ != Job::none; }
+  void stop() override;
+
+  // What the buttons do, without the dialogs (the window's actions and the tests call these).
+  void generate();
+  void regenerateSelected();
+  // Writes sample `index` (or all, numbered "name-1.png"...) to `path`; false after showing the error.
+  bool exportSample(int index, const QString& path, stx::engine::Overwrite overwrite);
+  bool exportAll(const QString& path, stx::engine::Overwrite overwrite);
+  // Shows what the chosen layer and head attended for byte `position` of a finished sample.
+  void inspectAt(int sample, qint64 position);
+
+  bool modelReady() const { return modelReady_; }
+  const stx::engine::ModelSummary& summary() const { return summary_; }
+  const stx::engine::SampleResult& lastResult() const { return lastResult_; }
+  // The finished samples (prompt included), as exports and inspections use them.
+  const std::vector<Bytes>& samples() const { return results_; }
+  const Bytes& promptImage() const { return promptImage_; }
+
+  ImageCanvas* canvas() const { return canvas_; }
+  EngineHost* host() const { return host_; }
+  ModelPicker* modelPicker() const { return picker_; }
+  SamplingControls* samplingControls() const { return sampling_; }
+  JobProgress* progress() const { return progress_; }
+  ImageControls* controls() const { return controls_; }
+  QPushButton* generateButton() const { return generate_; }
+  QPushButton* regenerateButton() const { return regenerate_; }
+  QSpinBox* keepRowsBox() const { return keepRows_; }
+  QCheckBox* liveAttentionBox() const { return liveAttention_; }
+
+ private:
+  enum class Job { none, generate, regenerate };
+
+  void connectEngine();
+  void openChosenModel(const QString& path);
+  void modelOpened(const stx::engine::ModelSummary& summary, const QString& device);
+  void jobFailed(const QString& job, const QString& message);
+  void jobEnded(const QString& job, bool ok);
+  void sampleStarted(const stx::engine::SampleStarted& started);
+  void sampleBytes(const stx::engine::SampleBytes& bytes);
+  void sampleProgress(const stx::engine::SampleProgress& progress);
+  void attentionProbe(const stx::engine::AttentionProbe& probe);
+  void sampleFinished(const stx::engine::SampleResult& result);
+  void inspected(const stx::engine::AttentionProbe& probe);
+  void pixelHovered(int sample, qint64 pixel);
+  void pixelClicked(int sample, qint64 pixel);
+  void imageLoaded(const QString& path, const Bytes& bytes);
+  void imageFailed(const QString& path, const QString& message);
+  void clearPromptImage();
+  stx::engine::SampleRequest baseRequest() const;
+  int cellOf(int64_t engineSample) const;
+  void updatePromptText();
+  void updateActions();
+  void updateStatus();
+  void exportSelectedWithDialog();
+  void exportAllWithDialog();
+  QString askExportPath(const QString& title, const QString& suggestedName);
+  bool confirmReplacing(const QStringList& existing);
+  void openImageWithDialog();
+
+  EngineHost* host_;
+  ImageAttentionInspector* inspector_;
+  ImageLoader* loader_;
+
+  // The panel's controls the tab uses most, kept at hand.
+  ImageControls* controls_ = nullptr;
+  ModelPicker* picker_ = nullptr;
+  SamplingControls* sampling_ = nullptr;
+  QLabel* promptText_ = nullptr;
+  QSpinBox* keepRows_ = nullptr;
+  QPushButton* generate_ = nullptr;
+  QPushButton* regenerate_ = nullptr;
+  QCheckBox* liveAttention_ = nullptr;
+  QPushButton* exportSelected_ = nullptr;
+  QPushButton* exportAll_ = nullptr;
+  ImageCanvas* canvas_ = nullptr;
+  JobProgress* progress_ = nullptr;
+
+  stx::engine::ModelSummary summary_;
+  QString device_;
+  bool modelReady_ = false, modelOpening_ = false;
+  double lastRate_ = -1;
+
+  QString promptPath_;     // the image whose bytes are in promptImage_
+  QString requestedPath_;  // the image being loaded, if any
+  Bytes promptImage_;      // at the open model's shape
+
+  Job job_ = Job::none;
+  int regenerateTarget_ = -1;
+  SampleOrigin jobOrigin_;  // the running job's prompt and settings; its seed once started
+  stx::engine::SampleResult lastResult_;
+  std::vector<Bytes> results_;
+  std::vector<SampleOrigin> origins_;
+
+  struct Pinned {  // the pixel last clicked: its attention stays when the mouse leaves
+    int sample = -1;
+    qint64 position = -1;
+    AttentionOverlay overlay;
+  } pinned_;
+
+  QString imageFolder_, exportFolder_;
+};
+
+}  // namespace stx::studio

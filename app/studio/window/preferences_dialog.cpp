@@ -1,0 +1,103 @@
+#include "window/preferences_dialog.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPalette>
+#include <QPushButton>
+#include <QSettings>
+#include <QStyle>
+#include <QStyleFactory>
+#include <QUrl>
+
+#include "core/model_library.h"
+
+namespace stx::studio {
+
+namespace {
+
+QPalette dark_palette() {
+  QPalette p;
+  const QColor window(0x2b, 0x2b, 0x2b), base(0x1e, 0x1e, 0x1e), text(0xe6, 0xe6, 0xe6), accent(0x3d, 0x8e, 0xd9);
+  p.setColor(QPalette::Window, window);
+  p.setColor(QPalette::WindowText, text);
+  p.setColor(QPalette::Base, base);
+  p.setColor(QPalette::AlternateBase, window);
+  p.setColor(QPalette::ToolTipBase, base);
+  p.setColor(QPalette::ToolTipText, text);
+  p.setColor(QPalette::Text, text);
+  p.setColor(QPalette::Button, window);
+  p.setColor(QPalette::ButtonText, text);
+  p.setColor(QPalette::BrightText, Qt::white);
+  p.setColor(QPalette::Highlight, accent);
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  p.setColor(QPalette::PlaceholderText, QColor(0x8a, 0x8a, 0x8a));
+  p.setColor(QPalette::Disabled, QPalette::Text, QColor(0x7a, 0x7a, 0x7a));
+  p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(0x7a, 0x7a, 0x7a));
+  p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(0x7a, 0x7a, 0x7a));
+  return p;
+}
+
+}  // namespace
+
+void PreferencesDialog::applyTheme(const QString& theme) {
+  // The platform's own style and palette at start-up, kept so that "system" can return to them.
+  static const QString systemStyle = QApplication::style()->name();
+  static const QPalette systemPalette = QApplication::palette();
+  if (theme == QStringLiteral("dark") || theme == QStringLiteral("light")) {
+    QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+    QApplication::setPalette(theme == QStringLiteral("dark") ? dark_palette() : QApplication::style()->standardPalette());
+  } else {
+    QApplication::setStyle(QStyleFactory::create(systemStyle));
+    QApplication::setPalette(systemPalette);
+  }
+}
+
+PreferencesDialog::PreferencesDialog(QWidget* parent) : QDialog(parent) {
+  setWindowTitle(tr("Preferences"));
+  QSettings settings;
+  theme_ = new QComboBox;
+  theme_->addItem(tr("Follow the system"), QStringLiteral("system"));
+  theme_->addItem(tr("Light"), QStringLiteral("light"));
+  theme_->addItem(tr("Dark"), QStringLiteral("dark"));
+  theme_->setCurrentIndex(std::max(0, theme_->findData(settings.value("preferences/theme", "system").toString())));
+  showLog_ = new QCheckBox(tr("Show the log panel when the studio starts"));
+  showLog_->setChecked(settings.value("preferences/showLog", false).toBool());
+
+  const QString library = ModelLibrary::userFolder();
+  auto* libraryLabel = new QLabel(library);
+  libraryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* reveal = new QPushButton(tr("Reveal"));
+  connect(reveal, &QPushButton::clicked, this, [library] { QDesktopServices::openUrl(QUrl::fromLocalFile(library)); });
+  auto* libraryRow = new QHBoxLayout;
+  libraryRow->addWidget(libraryLabel, 1);
+  libraryRow->addWidget(reveal);
+  auto* clearRecent = new QPushButton(tr("Clear recent files"));
+  connect(clearRecent, &QPushButton::clicked, this, &PreferencesDialog::recentFilesCleared);
+
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  connect(buttons, &QDialogButtonBox::accepted, this, &PreferencesDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  auto* form = new QFormLayout(this);
+  form->addRow(tr("Colours"), theme_);
+  form->addRow(QString(), showLog_);
+  form->addRow(tr("Your models"), libraryRow);
+  form->addRow(QString(), clearRecent);
+  form->addRow(buttons);
+}
+
+void PreferencesDialog::accept() {
+  QSettings settings;
+  const QString theme = theme_->currentData().toString();
+  settings.setValue("preferences/theme", theme);
+  settings.setValue("preferences/showLog", showLog_->isChecked());
+  applyTheme(theme);
+  QDialog::accept();
+}
+
+}  // namespace stx::studio

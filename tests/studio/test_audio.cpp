@@ -1,0 +1,510 @@
+// The Audio tab against a tiny random audio model (context 256, strided l=16): what a user relies on.
+#include <sndfile.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <memory>
+
+#include "audio/audio_player.h"
+#include "audio/audio_tab.h"
+#include "audio/playback_bar.h"
+#include "audio/waveform_view.h"
+#include "core/engine_host.h"
+#include "core/job_progress.h"
+#include "core/sampling_controls.h"
+#include "core/studio_context.h"
+#include "studio_test_support.h"
+#include "stx/engine/audio_io.h"
+#include "stx/engine/export.h"
+#include "stx/engine/mulaw.h"
+#include "stx/engine/pattern_view.h"
+
+using namespace stx::studio;
+using stx::studio::test::make_tiny_model;
+using stx::studio::test::wait_until;
+
+namespace {
+
+// A 12 kHz mono 16-bit WAV of a 440 Hz tone, written with libsndfile as any other program would.
+QString write_tone(const QString& path, int frames) {
+  SF_INFO info{};
+  info.samplerate = 12000;
+  info.channels = 1;
+  info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+  SNDFILE* file = sf_open(path.toLocal8Bit().constData(), SFM_WRITE, &info);
+  if (!file) return {};
+  std::vector<float> tone(static_cast<size_t>(frames));
+  for (int i = 0; i < frames; ++i)
+    tone[static_cast<size_t>(i)] = 0.6f * std::sin(2.0f * 3.14159265f * 440.0f * i / 12000.0f);
+  sf_writef_float(file, tone.data(), frames);
+  sf_close(file);
+  return path;
+}
+
+struct WavRead {
+  SF_INFO info{};
+  QString comment;
+  bool ok = false;
+};
+
+WavRead read_wav(const QString& path) {
+  WavRead wav;
+  SNDFILE* file = sf_open(path.toLocal8Bit().constData(), SFM_READ, &wav.info);
+  if (!file) return wav;
+  if (const char* comment = sf_get_string(file, SF_STR_COMMENT)) wav.comment = QString::fromUtf8(comment);
+  std::vector<float> samples(static_cast<size_t>(wav.info.frames * wav.info.channels));
+  wav.ok = sf_readf_float(file, samples.data(), wav.info.frames) == wav.info.frames;
+  sf_close(file);
+  return wav;
+}
+
+}  // namespace
+
+class AudioTabTest : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir dir_;
+  QString model_;
+  StudioContext context_;
+  QStringList errors_;
+
+  std::unique_ptr<AudioTab> openTab() {
+    auto tab = std::make_unique<AudioTab>(&context_);
+    tab->useModel(model_);
+    if (!wait_until([&] { return tab->modelReady(); })) return nullptr;
+    return tab;
+  }
+  // Generates with the tab's controls and waits for the job to end.
+  static bool generateAndWait(AudioTab& tab) {
+    tab.generate();
+    return wait_until([&] { return !tab.busy(); });
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    // Playback goes to ALSA's null device, so that the player is tested on machines without a sound card and
+    // tests never make a sound (STX_TEST_AUDIO_DEVICE=1 keeps the real default device). ALSA reads
+    // ~/.asoundrc when PortAudio starts, which is at the first AudioPlayer.
+    if (qEnvironmentVariableIsEmpty("STX_TEST_AUDIO_DEVICE")) {
+      QDir().mkpath(dir_.filePath("home"));
+      QFile rc(dir_.filePath("home/.asoundrc"));
+      QVERIFY(rc.open(QIODevice::WriteOnly));
+      rc.write("pcm.!default { type null }\n");
+      rc.close();
+      qputenv("HOME", dir_.filePath("home").toLocal8Bit());
+    }
+    model_ = make_tiny_model(dir_.filePath("tiny-audio"), "audio");
+    connect(&context_, &StudioContext::errorShown, this, [this](const QString& m) { errors_ << m; });
+  }
+  void init() { errors_.clear(); }
+
+  void generationFillsTheWaveformLive() {
+    auto tab = openTab();
+    QVERIFY(tab);
+    tab->durationBox()->setValue(0.02);  // 240 bytes: within the context of 256
+    tab->sampling()->setSampleCount(2);
+    QCOMPARE(tab->generationLength(), 240);
+
+    // Every SampleBytes event must already be in the view when the next event arrives.
+    EngineWorker* worker = tab->findChild<EngineHost*>()->worker();
+    int eventsChecked = 0;
+    bool grewLive = true;
+    connect(worker, &EngineWorker::sampleBytes, tab.get(), [&](const stx::engine::SampleBytes& b) {
+      const Bytes& lane = tab->waveform()->laneBytes(static_cast<int>(b.sample));
+      const Bytes tail(b.bytes.begin(), b.bytes.end());
+      grewLive = grewLive &&
+                 static_cast<qint64>(lane.size()) == b.position + static_cast<qint64>(b.bytes.size()) &&
+                 std::equal(tail.begin(), tail.end(), lane.end() - static_cast<std::ptrdiff_t>(tail.size()));
+      ++eventsChecked;
+    });
+    std::vector<Bytes> finished;
+    connect(worker, &EngineWorker::sampleFinished, this,
+            [&](const stx::engine::SampleResult& r) { finished = r.samples; });
+
+    QVERIFY(generateAndWait(*tab));
+    QVERIFY2(errors_.isEmpty(), qPrintable(errors_.join('\n')));
+    QVERIFY(eventsChecked > 0);
+    QVERIFY(grewLive);
+    QCOMPARE(finished.size(), size_t(2));
+    QCOMPARE(finished[0].size(), size_t(240));
+    QCOMPARE(tab->waveform()->laneCount(), 2);
+    QVERIFY(tab->waveform()->lanes() == finished);
+    QVERIFY(tab->results() == finished);
+    QVERIFY(tab->canExport());
+    QVERIFY(tab->progress()->label()->text().contains("Done"));
+  }
+
+  void seedShownIsSeedUsed() {
+    auto tab = openTab();
+    QVERIFY(tab);
+    tab->durationBox()->setValue(0.01);
+    tab->sampling()->randomSeedBox()->setChecked(true);
+    EngineWorker* worker = tab->findChild<EngineHost*>()->worker();
+    uint64_t used = 0;
+    connect(worker, &EngineWorker::sampleFinished, this,
+            [&](const stx::engine::SampleResult& r) { used = r.seed; });
+    QVERIFY(generateAndWait(*tab));
+    QCOMPARE(tab->sampling()->seedEdit()->text(), QString::number(static_cast<qulonglong>(used)));
+    QCOMPARE(*tab->lastSeed(), used);
+
+    // The shown seed, reused, gives the same audio.
+    const std::vector<Bytes> first = tab->results();
+    tab->sampling()->randomSeedBox()->setChecked(false);
+    QVERIFY(generateAndWait(*tab));
+    QCOMPARE(*tab->lastSeed(), used);
+    QVERIFY(tab->results() == first);
+  }
+
+  void lengthIsCappedAtTheContext() {
+    auto tab = openTab();
+    QVERIFY(tab);
+    tab->durationBox()->setValue(1.0);  // 12,000 bytes asked, the model holds 256
+    QCOMPARE(tab->generationLength(), 256);
+    QVERIFY(generateAndWait(*tab));
+    QVERIFY2(errors_.isEmpty(), qPrintable(errors_.join('\n')));
+    QCOMPARE(tab->results().front().size(), size_t(256));
+  }
+
+  void stopEndsAGeneration() {
+    auto tab = openTab();
+    QVERIFY(tab);
+    tab->durationBox()->setValue(1.0);
+    tab->sampling()->setSampleCount(8);
+    // Stop pressed at once (the tiny model would finish 8 x 256 bytes in milliseconds otherwise): the job
+    // stops at its first step and keeps what it made.
+    tab->generate();
+    QVERIFY(tab->busy());
+    QVERIFY(tab->progress()->stopButton()->isEnabled());
+    tab->progress()->stopButton()->click();
+    QVERIFY(wait_until([&] { return !tab->busy(); }, 20000));
+    const QString label = tab->progress()->label()->text();
+    QVERIFY2(label.contains("Stopped"), qPrintable(label));
+    QVERIFY(!tab->progress()->stopButton()->isEnabled());
+    QVERIFY(!tab->results().empty());
+    QVERIFY(tab->results().front().size() < 256);
+    QVERIFY(tab->waveform()->lanes() == tab->results());
+    // The engine is free again: the next run works.
+    tab->durationBox()->setValue(0.005);
+    tab->sampling()->setSampleCount(1);
+    QVERIFY(generateAndWait(*tab));
+    QCOMPARE(tab->results().front().size(), size_t(60));
+  }
+
+  void promptClipStartsEverySample() {
+    auto tab = openTab();
+    QVERIFY(tab);
+    const QString clip = write_tone(dir_.filePath("tone.wav"), 600);
+    QVERIFY(!clip.isEmpty());
+    QVERIFY(tab->acceptsFile(clip));
+    QVERIFY(tab->acceptsFile("x.FLAC"));
+    QVERIFY(!tab->acceptsFile("x.png"));
+    tab->openFile(clip);
+    QVERIFY(wait_until([&] { return !tab->clipLoading(); }));
+    QVERIFY2(errors_.isEmpty(), qPrintable(errors_.join('\n')));
+    QCOMPARE(tab->clipName(), QString("tone.wav"));
+
+    tab->promptKeepBox()->setValue(0.005);  // 60 bytes of the clip
+    const Bytes expected = stx::engine::load_audio_mulaw(clip.toStdString());
+    const Bytes prompt(expected.begin(), expected.begin() + 60);
+    QVERIFY(tab->promptBytes() == prompt);
+    // Before the run the waveform previews the prompt.
+    QCOMPARE(tab->waveform()->laneCount(), 1);
+    QVERIFY(tab->waveform()->laneBytes(0) == prompt);
+
+    tab->durationBox()->setValue(0.01);
+    tab->sampling()->setSampleCount(3);
+    QCOMPARE(tab->generationLength(), 180);
+    QVERIFY(generateAndWait(*tab));
+    QCOMPARE(tab->results().size(), size_t(3));
+    for (const Bytes& sample : tab->results()) {
+      QCOMPARE(sample.size(), size_t(180));
+      QVERIFY(std::equal(prompt.begin(), prompt.end(), sample.begin()));
+    }
+    QCOMPARE(tab->waveform()->promptBytes(), 60);
+
+    // The export says how the sample began.
+    const QStringList written = tab->exportTo(dir_.filePath("prompted.wav"), 12000, false);
+    QCOMPARE(written.size(), 1);
+    const WavRead wav = read_wav(written.front());
+    QVERIFY(wav.ok);
+    QVERIFY2(wav.comment.contains("clip tone.wav, first 0.005 s"), qPrintable(wav.comment));
+
+    // Keeping more than the context holds is capped, leaving room to generate.
+    tab->promptKeepBox()->setValue(10.0);
+    QVERIFY(tab->promptBytes().size() < 256);
+    QCOMPARE(tab->generationLength(), 256);
+  }
+
+  void unreadableClipIsReported() {
+    auto tab = openTab();
+    QVERIFY(tab);
+    const QString missing = dir_.filePath("missing.wav");
+    tab->openFile(missing);
+    QVERIFY(wait_until([&] { return !tab->clipLoading(); }));
+    QCOMPARE(errors_.size(), 1);
+    QVERIFY2(errors_.front().contains("missing.wav"), qPrintable(errors_.front()));
+    QVERIFY(tab->promptBytes().empty());
+    QVERIFY(tab->generateButton()->isEnabled());
+  }
+
+  void exportWritesReadableWavs() {
+    auto tab = openTab();
+    QVERIFY(tab);
+    QVERIFY(!tab->canExport());
+    tab->durationBox()->setValue(0.02);
+    tab->sampling()->setSampleCount(2);
+    QVERIFY(generateAndWait(*tab));
+
+    for (int rate : stx::engine::kWavOutputRates) {
+      const QString path = dir_.filePath(QString("one-%1.wav").arg(rate));
+      const QStringList written = tab->exportTo(path, rate, false);
+      QCOMPARE(written, QStringList{path});
+      const WavRead wav = read_wav(path);
+      QVERIFY(wav.ok);
+      QCOMPARE(wav.info.samplerate, rate);
+      QCOMPARE(wav.info.channels, 1);
+      QVERIFY(std::abs(static_cast<double>(wav.info.frames) - 240.0 * rate / 12000.0) <= 2.0);
+      QVERIFY2(wav.comment.contains(QString("Seed: %1").arg(*tab->lastSeed())), qPrintable(wav.comment));
+      QVERIFY(wav.comment.contains("unconditional"));
+    }
+    // All samples: numbered files, replacing what is there.
+    const QString all = dir_.filePath("all.wav");
+    QCOMPARE(tab->exportTo(all, 48000, true),
+             (QStringList{dir_.filePath("all-1.wav"), dir_.filePath("all-2.wav")}));
+    QCOMPARE(tab->exportTo(all, 44100, true).size(), 2);
+    QCOMPARE(read_wav(dir_.filePath("all-2.wav")).info.samplerate, 44100);
+    // A folder that does not exist: a plain error, nothing thrown.
+    QVERIFY(tab->exportTo(dir_.filePath("no/such/folder/x.wav"), 12000, false).isEmpty());
+    QCOMPARE(errors_.size(), 1);
+    QVERIFY2(errors_.front().contains("x.wav"), qPrintable(errors_.front()));
+  }
+
+  void withoutAudioDevicePlayIsDisabledAndGenerationWorks() {
+    qputenv("STX_STUDIO_NO_AUDIO", "1");
+    auto tab = openTab();
+    qunsetenv("STX_STUDIO_NO_AUDIO");
+    QVERIFY(tab);
+    QVERIFY(!tab->player()->available());
+    QVERIFY(!tab->playButton()->isEnabled());
+    QVERIFY(tab->playButton()->toolTip().contains(tab->player()->unavailableReason()));
+    QVERIFY(!tab->playbackNote()->text().isEmpty());
+    tab->durationBox()->setValue(0.01);
+    QVERIFY(generateAndWait(*tab));
+    QCOMPARE(tab->results().front().size(), size_t(120));
+    QVERIFY(!tab->playButton()->isEnabled());
+    QVERIFY(tab->canExport());
+  }
+
+  void playButtonMatchesTheDevice() {
+    // Offscreen CI may or may not have an audio device: the button must agree with the player either way.
+    auto tab = openTab();
+    QVERIFY(tab);
+    tab->durationBox()->setValue(0.01);
+    QVERIFY(generateAndWait(*tab));
+    if (tab->player()->available()) {
+      QVERIFY(tab->playButton()->isEnabled());
+      QVERIFY(tab->playbackNote()->text().isEmpty());
+      // Play runs to the end of the sample and hands the buttons back.
+      qint64 last = -1;
+      connect(tab->player(), &AudioPlayer::positionChanged, this, [&](qint64 frame) { last = frame; });
+      tab->playButton()->click();
+      QVERIFY(wait_until([&] { return !tab->player()->isPlaying(); }, 5000));
+      QCOMPARE(last, qint64(120));
+      QVERIFY(tab->playButton()->isEnabled());
+      QVERIFY(!tab->stopPlaybackButton()->isEnabled());
+      QCOMPARE(tab->waveform()->playhead(), qint64(-1));
+    } else {
+      QVERIFY(!tab->playButton()->isEnabled());
+      QVERIFY(tab->playbackNote()->text().contains(tab->player()->unavailableReason()));
+      qInfo("no audio device here: %s", qPrintable(tab->player()->unavailableReason()));
+    }
+  }
+
+  void playbackFollowsAGrowingSample() {
+    // The tab's path: the bar plays the view's selected lane while bytes are still arriving.
+    WaveformView view;
+    PlaybackBar bar(&view);
+    AudioPlayer& player = *bar.player();
+    if (!player.available()) QSKIP(qPrintable("no audio device: " + player.unavailableReason()));
+    const std::string clip(2400, static_cast<char>(200));  // 0.2 s
+    view.reset(1, {}, 2400);
+    bar.setGenerating(true);
+    QVERIFY(!bar.playButton()->isEnabled());  // nothing to play yet
+    view.appendBytes(0, 0, clip.substr(0, 1200));
+    bar.appendBytes(0, clip.substr(0, 1200));
+    QVERIFY(bar.playButton()->isEnabled());
+    bar.playButton()->click();
+    QVERIFY(player.isPlaying());
+    QVERIFY(bar.stopButton()->isEnabled());
+    // It plays what has arrived and waits at its end while more may come.
+    QVERIFY(wait_until([&] { return player.position() >= 1200 - 1; }, 5000));
+    QTest::qWait(100);
+    QVERIFY(player.isPlaying());
+    QVERIFY(player.position() <= 1200);
+    QVERIFY(view.playhead() >= 0);
+    view.appendBytes(0, 1200, clip.substr(1200));
+    bar.appendBytes(0, clip.substr(1200));
+    bar.setGenerating(false);
+    // Then it goes on and stops at the end of what exists.
+    QVERIFY(wait_until([&] { return !player.isPlaying(); }, 5000));
+    QCOMPARE(player.position(), qint64(2400));
+    QCOMPARE(view.playhead(), qint64(-1));
+    QVERIFY(bar.playButton()->isEnabled());
+    // Stop stops at once.
+    bar.playButton()->click();
+    bar.stopButton()->click();
+    QVERIFY(!player.isPlaying());
+  }
+
+  void liveAttentionFollowsThePattern() {
+    auto tab = openTab();
+    QVERIFY(tab);
+    tab->durationBox()->setValue(1.0);  // the whole context
+    tab->layerBox()->setValue(1);
+    tab->headBox()->setValue(1);
+    tab->liveAttentionBox()->setChecked(true);
+    QVERIFY(generateAndWait(*tab));
+    QVERIFY(!tab->liveProbes().empty());
+    const stx::engine::PatternSpec spec{"strided", 256, 16, 1};
+    for (const stx::engine::AttentionProbe& probe : tab->liveProbes()) {
+      QCOMPARE(probe.layer, 1);
+      QCOMPARE(probe.head, 1);
+      const auto expected =
+          stx::engine::attended_positions(spec, stx::engine::PatternPart::both, probe.position);
+      QVERIFY2(probe.positions == expected, qPrintable(QString("position %1").arg(probe.position)));
+      QCOMPARE(probe.weights.size(), probe.positions.size());
+    }
+    // The marks drawn are the selected sample's latest probe.
+    const stx::engine::AttentionProbe& last = tab->liveProbes().back();
+    QCOMPARE(tab->waveform()->attentionLane(), 0);
+    QCOMPARE(tab->waveform()->attentionPosition(), last.position);
+    QVERIFY(tab->waveform()->attentionPositions() == last.positions);
+  }
+
+  void clickingAPointInspectsIt() {
+    auto tab = openTab();
+    QVERIFY(tab);
+    tab->durationBox()->setValue(1.0);
+    tab->liveAttentionBox()->setChecked(false);
+    tab->sampling()->setSampleCount(2);
+    tab->resize(1100, 700);
+    tab->show();
+    QVERIFY(generateAndWait(*tab));
+    QVERIFY(tab->liveProbes().empty());
+
+    // Click the middle of the second lane: it is selected and the point inspected.
+    WaveformView* view = tab->waveform();
+    const QRect lane = view->laneRect(1);
+    const QPoint point(lane.center().x(), lane.center().y());
+    const qint64 position = view->positionAt(point.x());
+    QTest::mouseClick(view, Qt::LeftButton, {}, point);
+    QCOMPARE(view->selectedLane(), 1);
+    QCOMPARE(view->cursor(), position);
+    QVERIFY(wait_until([&] { return !tab->busy() && view->attentionPosition() == position; }));
+    QCOMPARE(view->attentionLane(), 1);
+    const stx::engine::PatternSpec spec{"strided", 256, 16, 1};
+    QVERIFY(view->attentionPositions() ==
+            stx::engine::attended_positions(spec, stx::engine::PatternPart::both, position));
+    QVERIFY2(errors_.isEmpty(), qPrintable(errors_.join('\n')));
+  }
+
+  void settingsRoundTrip() {
+    const QString file = dir_.filePath("settings.ini");
+    {
+      auto tab = openTab();
+      QVERIFY(tab);
+      tab->durationBox()->setValue(3.25);
+      tab->sampling()->temperatureBox()->setValue(0.8);
+      tab->outputRateBox()->setCurrentIndex(tab->outputRateBox()->findData(44100));
+      tab->headBox()->setValue(1);
+      QSettings settings(file, QSettings::IniFormat);
+      tab->saveSettings(settings);
+    }
+    AudioTab tab(&context_);
+    QSettings settings(file, QSettings::IniFormat);
+    tab.restoreSettings(settings);
+    QCOMPARE(tab.durationBox()->value(), 3.25);
+    QCOMPARE(tab.sampling()->temperatureBox()->value(), 0.8);
+    QCOMPARE(tab.outputRateBox()->currentData().toInt(), 44100);
+    QVERIFY(wait_until([&] { return tab.modelReady(); }));  // the saved model is opened again
+    QCOMPARE(tab.headBox()->value(), 1);
+  }
+
+  void screenshot() {
+    QDir().mkpath(STX_SCREENSHOT_DIR "/audio");
+    {
+      // A new tab with no model yet: says what to do, and Generate is off.
+      qputenv("STX_STUDIO_NO_AUDIO", "1");
+      AudioTab empty(&context_);
+      qunsetenv("STX_STUDIO_NO_AUDIO");
+      empty.resize(1000, 560);  // short: the panel scrolls
+      empty.show();
+      QTest::qWait(50);
+      QVERIFY(!empty.generateButton()->isEnabled());
+      QVERIFY(!empty.playButton()->isEnabled());
+      QVERIFY(!empty.stopPlaybackButton()->isEnabled());
+      QVERIFY(empty.grab().save(STX_SCREENSHOT_DIR "/audio/audio_tab_empty.png"));
+    }
+    auto tab = openTab();
+    QVERIFY(tab);
+    const QString clip = write_tone(dir_.filePath("shot-tone.wav"), 1200);
+    tab->openFile(clip);
+    QVERIFY(wait_until([&] { return !tab->clipLoading(); }));
+    tab->promptKeepBox()->setValue(0.006);
+    tab->durationBox()->setValue(1.0);
+    tab->sampling()->setSampleCount(3);
+    tab->resize(1280, 760);
+    tab->show();
+    QVERIFY(generateAndWait(*tab));
+    QTest::qWait(100);  // let the coalesced repaint run
+    const QImage shot = tab->grab().toImage();
+    QVERIFY(shot.save(STX_SCREENSHOT_DIR "/audio/audio_tab.png"));
+    // A WAV beside it, to check by ear or with sox.
+    QCOMPARE(tab->exportTo(STX_SCREENSHOT_DIR "/audio/audio_sample.wav", 48000, false).size(), 1);
+
+    // The waveform really shows the generated audio: many pixels in the generated colour.
+    const QImage wave = tab->waveform()->grab().toImage();
+    int blue = 0, violet = 0;
+    for (int y = 0; y < wave.height(); ++y) {
+      for (int x = 0; x < wave.width(); ++x) {
+        const QColor c = wave.pixelColor(x, y);
+        if (std::abs(c.red() - 52) < 40 && std::abs(c.green() - 101) < 40 && std::abs(c.blue() - 196) < 40)
+          ++blue;
+        if (std::abs(c.red() - 150) < 40 && std::abs(c.green() - 96) < 40 && std::abs(c.blue() - 200) < 40)
+          ++violet;
+      }
+    }
+    QVERIFY2(blue > 500, qPrintable(QString::number(blue)));
+    QVERIFY2(violet > 20, qPrintable(QString::number(violet)));
+
+    // A long clip is drawn as min/max columns.
+    WaveformView view;
+    view.resize(900, 200);
+    Bytes tone(3 * 12000);
+    for (size_t i = 0; i < tone.size(); ++i) {
+      tone[i] =
+          stx::engine::mulaw_encode(0.8f * static_cast<float>(i) / tone.size() *
+                                    std::sin(2.0f * 3.14159265f * 220.0f * static_cast<float>(i) / 12000.0f));
+    }
+    view.reset(1, Bytes(tone.begin(), tone.begin() + 12000), static_cast<qint64>(tone.size()));
+    view.appendBytes(0, 12000, std::string(tone.begin() + 12000, tone.end()));
+    view.setPlayhead(20000);
+    QVERIFY(view.grab().save(STX_SCREENSHOT_DIR "/audio/waveform_long.png"));
+  }
+};
+
+QTEST_MAIN(AudioTabTest)
+#include "test_audio.moc"
