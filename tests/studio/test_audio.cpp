@@ -418,6 +418,17 @@ class AudioTabTest : public QObject {
     const stx::engine::PatternSpec spec{"strided", 256, 16, 1};
     QVERIFY(view->attentionPositions() ==
             stx::engine::attended_positions(spec, stx::engine::PatternPart::both, position));
+
+    // "all (average)": every head inspected and averaged, still over exactly the pattern's positions.
+    tab->headBox()->setValue(-1);
+    QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(point.x() + 30, point.y()));
+    QVERIFY(wait_until([&] { return !tab->busy() && view->attentionPosition() == view->cursor(); }));
+    const qint64 averaged = view->attentionPosition();
+    QVERIFY(view->attentionPositions() ==
+            stx::engine::attended_positions(spec, stx::engine::PatternPart::both, averaged));
+    double total = 0;
+    for (const float w : view->attentionWeights()) total += w;
+    QVERIFY2(std::abs(total - 1.0) < 1e-4, qPrintable(QString::number(total)));
     QVERIFY2(errors_.isEmpty(), qPrintable(errors_.join('\n')));
   }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "audio/mulaw_table.h"
 #include "stx/engine/audio_io.h"
 #include "stx/engine/mulaw.h"
 
@@ -29,15 +30,6 @@ const PortAudioSession& portaudio() {
   return session;
 }
 
-const std::array<float, 256>& decode_table() {
-  static const std::array<float, 256> table = [] {
-    std::array<float, 256> t{};
-    for (int b = 0; b < 256; ++b)
-      t[static_cast<size_t>(b)] = stx::engine::mulaw_decode(static_cast<uint8_t>(b));
-    return t;
-  }();
-  return table;
-}
 
 }  // namespace
 
@@ -66,7 +58,7 @@ AudioPlayer::~AudioPlayer() { stop(); }
 void AudioPlayer::setAudio(const Bytes& mulaw, bool complete) {
   stop();
   stoppedAt_ = 0;
-  const std::array<float, 256>& table = decode_table();
+  const std::array<float, 256>& table = mulaw_table();
   std::lock_guard<std::mutex> lock(mutex_);
   samples_.resize(mulaw.size());
   std::transform(mulaw.begin(), mulaw.end(), samples_.begin(), [&](uint8_t b) { return table[b]; });
@@ -74,7 +66,7 @@ void AudioPlayer::setAudio(const Bytes& mulaw, bool complete) {
 }
 
 void AudioPlayer::append(const uint8_t* mulaw, size_t count) {
-  const std::array<float, 256>& table = decode_table();
+  const std::array<float, 256>& table = mulaw_table();
   std::vector<float> decoded(count);
   std::transform(mulaw, mulaw + count, decoded.begin(), [&](uint8_t b) { return table[b]; });
   std::lock_guard<std::mutex> lock(mutex_);

@@ -25,6 +25,7 @@
 #include "audio/prompt_clip_box.h"
 #include "audio/wav_export.h"
 #include "audio/waveform_view.h"
+#include "core/attention_inspector.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
@@ -50,6 +51,7 @@ qint64 bytes_for(double seconds) { return static_cast<qint64>(std::llround(secon
 
 AudioTab::AudioTab(StudioContext* context, QWidget* parent) : StudioTab(context, parent) {
   host_ = new EngineHost(this);
+  inspector_ = new AttentionInspector(host_, this);
   waveform_ = new WaveformView;
   playback_ = new PlaybackBar(waveform_);
   progress_ = new JobProgress;
@@ -135,6 +137,9 @@ QWidget* AudioTab::buildControls() {
     box->setRange(0, 0);  // the model's layers and heads, once it is open
     box->setMinimumWidth(box->fontMetrics().horizontalAdvance(QStringLiteral("000")) + 40);
   }
+  // -1: every head of the layer, their weights averaged (inspection only; live marks show head 0).
+  head_->setSpecialValueText(tr("all (average)"));
+  head_->setMinimumWidth(head_->fontMetrics().horizontalAdvance(tr("all (average)")) + 40);
   liveAttention_ = new QCheckBox(tr("Show live while generating"));
   liveAttention_->setChecked(true);
   liveAttention_->setToolTip(tr("Marks on the selected sample show which earlier positions this head read"));
@@ -234,13 +239,6 @@ void AudioTab::connectWorker() {
       if (!ok) progress_->finish(tr("Generation failed"));
       prompt_->setLocked(false);
       promptChanged();
-    } else if (job == QLatin1String("inspect")) {
-      inspecting_ = false;
-      if (pendingInspect_) {
-        const auto [lane, position] = *pendingInspect_;
-        pendingInspect_.reset();
-        inspectAt(lane, position);
-      }
     }
     updateButtons();
     emit actionsChanged();
@@ -257,7 +255,7 @@ void AudioTab::connectWorker() {
               device_ = device;
               const QSignalBlocker blockLayer(layer_), blockHead(head_);
               layer_->setRange(0, static_cast<int>(std::max<int64_t>(summary.layers - 1, 0)));
-              head_->setRange(0, static_cast<int>(std::max<int64_t>(summary.heads - 1, 0)));
+              head_->setRange(-1, static_cast<int>(std::max<int64_t>(summary.heads - 1, 0)));
               layer_->setValue(wantedLayer_);
               head_->setValue(wantedHead_);
               picker_->showSummary(summary_line(summary));
@@ -305,12 +303,12 @@ void AudioTab::connectWorker() {
                                 .arg(QLocale().toString(result.tokens_per_second, 'f', 0)));
     context()->setStatus(this, modelName(), device_, result.tokens_per_second);
   });
-  connect(worker, &EngineWorker::inspected, this, [this](const stx::engine::AttentionProbe& probe) {
-    waveform_->setAttention(inspectLane_, probe.position, probe.positions, probe.weights);
+  connect(inspector_, &AttentionInspector::ready, this, [this](const stx::engine::AttentionProbe& probe) {
+    waveform_->setAttention(static_cast<int>(probe.sample), probe.position, probe.positions, probe.weights);
     attentionNote_->setText(tr("Layer %1 head %2 at %3 s (position %4) read %n earlier position(s).", "",
                                static_cast<int>(probe.positions.size()))
                                 .arg(probe.layer)
-                                .arg(probe.head)
+                                .arg(probe.head < 0 ? tr("all (average)") : QString::number(probe.head))
                                 .arg(seconds_text(probe.position))
                                 .arg(probe.position));
   });
@@ -397,7 +395,7 @@ void AudioTab::generate() {
   request.seed = sampling_->seed();
   if (liveAttention_->isChecked()) {
     request.probe_layer = layer_->value();
-    request.probe_head = head_->value();
+    request.probe_head = std::max(head_->value(), 0);
   }
   request.event_interval_seconds = 1.0 / 30;
 
@@ -408,7 +406,7 @@ void AudioTab::generate() {
   results_.clear();
   liveProbes_.clear();
   lastSeed_.reset();
-  pendingInspect_.reset();
+  inspector_->cancel();
   generating_ = true;
   playback_->setGenerating(true);
   waveform_->reset(static_cast<int>(request.count), runPrompt_, request.length);
@@ -425,14 +423,10 @@ void AudioTab::generate() {
 void AudioTab::inspectAt(int lane, qint64 position) {
   if (generating_ || lane < 0 || lane >= static_cast<int>(results_.size())) return;
   if (position < 0 || position >= static_cast<qint64>(results_[static_cast<size_t>(lane)].size())) return;
-  if (inspecting_) {  // one at a time: the latest click runs next
-    pendingInspect_ = std::make_pair(lane, position);
-    return;
-  }
-  inspecting_ = true;
-  inspectLane_ = lane;
   attentionNote_->setText(tr("Inspecting position %1...").arg(position));
-  host_->inspect(results_[static_cast<size_t>(lane)], layer_->value(), head_->value(), position);
+  // One inspection at a time; the latest click waits and replaces any older waiting one.
+  inspector_->request(lane, results_[static_cast<size_t>(lane)], layer_->value(), head_->value(),
+                      summary_ ? static_cast<int>(summary_->heads) : 1, position);
 }
 
 QString AudioTab::modelName() const {

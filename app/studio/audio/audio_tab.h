@@ -23,6 +23,7 @@ namespace stx::studio {
 
 class AudioPlayer;
 class PlaybackBar;
+class AttentionInspector;
 class EngineHost;
 class JobProgress;
 class ModelPicker;
@@ -126,9 +127,7 @@ class AudioTab : public StudioTab {
   std::vector<Bytes> results_;
   std::vector<stx::engine::AttentionProbe> liveProbes_;
 
-  bool inspecting_ = false;
-  std::optional<std::pair<int, qint64>> pendingInspect_;  // the latest click while one was in flight
-  int inspectLane_ = 0;
+  AttentionInspector* inspector_;
   int wantedLayer_ = 0, wantedHead_ = 0;  // kept while a model with fewer layers or heads is open
   QString lastFolder_;
 };

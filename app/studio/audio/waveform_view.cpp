@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 
+#include "audio/mulaw_table.h"
 #include "stx/engine/audio_io.h"
 #include "stx/engine/mulaw.h"
 
@@ -25,15 +26,6 @@ const QColor kAttention(235, 120, 0);
 const QColor kAttentionNow(210, 30, 30);
 const QColor kPlayhead(20, 150, 60);
 
-const std::array<float, 256>& decode_table() {
-  static const std::array<float, 256> table = [] {
-    std::array<float, 256> t{};
-    for (int b = 0; b < 256; ++b)
-      t[static_cast<size_t>(b)] = stx::engine::mulaw_decode(static_cast<uint8_t>(b));
-    return t;
-  }();
-  return table;
-}
 
 QString seconds_label(double seconds, double step) {
   const int decimals = step >= 1.0 ? 0 : step >= 0.1 ? 1 : step >= 0.01 ? 2 : 3;
@@ -182,7 +174,7 @@ void WaveformView::paintLane(QPainter& painter, int lane) const {
   painter.drawLine(r.left(), middle, r.right(), middle);
 
   const Bytes& data = lanes_[static_cast<size_t>(lane)];
-  const std::array<float, 256>& table = decode_table();
+  const std::array<float, 256>& table = mulaw_table();
   auto y_for = [&](uint8_t byte) { return middle - table[byte] * half; };
   const auto size = static_cast<qint64>(data.size());
   const double perPixel = static_cast<double>(span()) / std::max(r.width(), 1);

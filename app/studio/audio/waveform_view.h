@@ -54,6 +54,7 @@ class WaveformView : public QWidget {
   int attentionLane() const { return attentionLane_; }
   qint64 attentionPosition() const { return attentionPosition_; }
   const std::vector<int64_t>& attentionPositions() const { return attentionPositions_; }
+  const std::vector<float>& attentionWeights() const { return attentionWeights_; }
 
   // Geometry, for painting, clicks and tests.
   QRect laneRect(int lane) const;

@@ -29,8 +29,8 @@ void EngineWorker::run(const QString& name, Job&& job) {
     job();
     ok = true;
   } catch (const std::exception& e) {
+    // The tab shows it (context()->showError), which also logs it: no logLine here, or it would log twice.
     emit failed(name, QString::fromStdString(e.what()));
-    emit logLine(2, name + ": " + QString::fromStdString(e.what()));
   } catch (...) {
     emit failed(name, tr("an unexpected error stopped the job"));
   }

@@ -24,7 +24,7 @@
 #include "core/model_text.h"
 #include "core/sampling_controls.h"
 #include "core/studio_context.h"
-#include "image/image_attention_inspector.h"
+#include "core/attention_inspector.h"
 #include "image/image_controls.h"
 #include "image/image_loader.h"
 
@@ -43,7 +43,7 @@ constexpr int kMaxSamples = 16;
 ImageTab::ImageTab(StudioContext* context, QWidget* parent)
     : StudioTab(context, parent),
       host_(new EngineHost(this)),
-      inspector_(new ImageAttentionInspector(host_, this)),
+      inspector_(new AttentionInspector(host_, this)),
       loader_(new ImageLoader(this)) {
   controls_ = new ImageControls(kMaxSamples);
   picker_ = controls_->picker();
@@ -96,7 +96,7 @@ ImageTab::ImageTab(StudioContext* context, QWidget* parent)
   connect(canvas_, &ImageCanvas::pixelClicked, this, &ImageTab::pixelClicked);
   connect(loader_, &ImageLoader::loaded, this, &ImageTab::imageLoaded);
   connect(loader_, &ImageLoader::failed, this, &ImageTab::imageFailed);
-  connect(inspector_, &ImageAttentionInspector::ready, this, &ImageTab::inspected);
+  connect(inspector_, &AttentionInspector::ready, this, &ImageTab::inspected);
 
   updatePromptText();
   updateActions();

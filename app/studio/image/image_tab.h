@@ -20,7 +20,7 @@ class QSpinBox;
 
 namespace stx::studio {
 
-class ImageAttentionInspector;
+class AttentionInspector;
 class EngineHost;
 class ImageControls;
 class ImageLoader;
@@ -105,7 +105,7 @@ class ImageTab : public StudioTab {
   void openImageWithDialog();
 
   EngineHost* host_;
-  ImageAttentionInspector* inspector_;
+  AttentionInspector* inspector_;
   ImageLoader* loader_;
 
   // The panel's controls the tab uses most, kept at hand.

@@ -1,4 +1,4 @@
-#include "image/image_attention_inspector.h"
+#include "core/attention_inspector.h"
 
 #include <algorithm>
 #include <map>
@@ -11,17 +11,17 @@ namespace {
 const QString kInspectJob = QStringLiteral("inspect");
 }
 
-bool ImageAttentionInspector::Request::sameQuestion(const Request& other) const {
+bool AttentionInspector::Request::sameQuestion(const Request& other) const {
   return sample == other.sample && layer == other.layer && head == other.head && position == other.position &&
          bytes == other.bytes;
 }
 
-ImageAttentionInspector::ImageAttentionInspector(EngineHost* host, QObject* parent) : QObject(parent), host_(host) {
-  connect(host_->worker(), &EngineWorker::inspected, this, &ImageAttentionInspector::partArrived);
-  connect(host_->worker(), &EngineWorker::jobFinished, this, &ImageAttentionInspector::jobEnded);
+AttentionInspector::AttentionInspector(EngineHost* host, QObject* parent) : QObject(parent), host_(host) {
+  connect(host_->worker(), &EngineWorker::inspected, this, &AttentionInspector::partArrived);
+  connect(host_->worker(), &EngineWorker::jobFinished, this, &AttentionInspector::jobEnded);
 }
 
-void ImageAttentionInspector::request(int sample, const Bytes& bytes, int layer, int head, int heads,
+void AttentionInspector::request(int sample, const Bytes& bytes, int layer, int head, int heads,
                                  qint64 position) {
   Request request{sample, bytes, layer, head, std::max(1, heads), position};
   if (running_ && !discard_ && running_->sameQuestion(request)) {
@@ -35,12 +35,12 @@ void ImageAttentionInspector::request(int sample, const Bytes& bytes, int layer,
   start(request);
 }
 
-void ImageAttentionInspector::cancel() {
+void AttentionInspector::cancel() {
   waiting_.reset();
   if (outstanding_ > 0) discard_ = true;
 }
 
-void ImageAttentionInspector::start(const Request& request) {
+void AttentionInspector::start(const Request& request) {
   running_ = request;
   parts_.clear();
   failed_ = false;
@@ -56,11 +56,11 @@ void ImageAttentionInspector::start(const Request& request) {
   }
 }
 
-void ImageAttentionInspector::partArrived(const stx::engine::AttentionProbe& probe) {
+void AttentionInspector::partArrived(const stx::engine::AttentionProbe& probe) {
   if (outstanding_ > 0) parts_.push_back(probe);
 }
 
-void ImageAttentionInspector::jobEnded(const QString& job, bool ok) {
+void AttentionInspector::jobEnded(const QString& job, bool ok) {
   if (job != kInspectJob || outstanding_ == 0) return;
   failed_ = failed_ || !ok;
   if (--outstanding_ > 0) return;

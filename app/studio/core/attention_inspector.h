@@ -13,11 +13,11 @@ namespace stx::studio {
 
 class EngineHost;
 
-class ImageAttentionInspector : public QObject {
+class AttentionInspector : public QObject {
   Q_OBJECT
 
  public:
-  explicit ImageAttentionInspector(EngineHost* host, QObject* parent = nullptr);
+  explicit AttentionInspector(EngineHost* host, QObject* parent = nullptr);
 
   // head < 0: every one of `heads` heads, averaged. `sample` only travels back with the result.
   void request(int sample, const Bytes& bytes, int layer, int head, int heads, qint64 position);
