@@ -71,13 +71,16 @@ std::vector<Candidate> scan_folder(const fs::path& folder, DataKind kind) {
   return candidates;
 }
 
-// Appends documents to the split their name hashes to, then keeps one on each side.
+// Appends documents to the split their name hashes to (or, by_subfolder, the split their top folder names),
+// then keeps one on each side.
 class SplitBuilder {
  public:
-  SplitBuilder(Dataset& dataset, double fraction) : dataset_(dataset), fraction_(fraction) {}
+  SplitBuilder(Dataset& dataset, double fraction, bool by_subfolder)
+      : dataset_(dataset), fraction_(fraction), by_subfolder_(by_subfolder) {}
 
   void add(const std::string& name, const std::vector<uint8_t>& bytes) {
-    const bool to_validation = static_cast<double>(fnv1a64(name) % 10000) < fraction_ * 10000.0;
+    const bool to_validation = by_subfolder_ ? name.rfind("validation/", 0) == 0
+                                             : static_cast<double>(fnv1a64(name) % 10000) < fraction_ * 10000.0;
     auto& stream = to_validation ? dataset_.validation : dataset_.train;
     stream.insert(stream.end(), bytes.begin(), bytes.end());
     (to_validation ? dataset_.validation_files : dataset_.train_files).push_back(name);
@@ -110,6 +113,7 @@ class SplitBuilder {
  private:
   Dataset& dataset_;
   double fraction_;
+  bool by_subfolder_;
   std::vector<size_t> train_sizes_, validation_sizes_;
 };
 
@@ -179,7 +183,12 @@ Dataset open_single_file(const fs::path& file, const DatasetOptions& options, Da
 
 Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Dataset dataset) {
   const std::vector<Candidate> candidates = scan_folder(folder, options.kind);
-  SplitBuilder split(dataset, options.validation_fraction);
+  // A recipe that holds out whole works (all renderings of a piece, say) lays them out as train/ and
+  // validation/; any other layout is split by name hash.
+  std::error_code layout_error;
+  const bool by_subfolder =
+      fs::is_directory(folder / "train", layout_error) && fs::is_directory(folder / "validation", layout_error);
+  SplitBuilder split(dataset, options.validation_fraction, by_subfolder);
   std::vector<uint8_t> last_document;  // kept for the single-document byte split
   uint64_t total = 0;
   const auto report_progress = [&](size_t done) {

@@ -149,6 +149,26 @@ TEST_F(OpenDataset, SplitIsTheDocumentedHashAndRepeatable) {
   EXPECT_TRUE(std::is_sorted(first.validation_files.begin(), first.validation_files.end()));
 }
 
+TEST_F(OpenDataset, TrainAndValidationSubfoldersAreTheSplit) {
+  // A recipe holds out whole works by folder; the hash would have scattered them.
+  for (int i = 0; i < 6; ++i) {
+    test::write_file(folder / "train" / ("piece" + std::to_string(i) + ".txt"), "train " + std::to_string(i));
+  }
+  test::write_file(folder / "validation" / "held-a.txt", "held a");
+  test::write_file(folder / "validation" / "held-b.txt", "held b");
+  const Dataset dataset = open_dataset(folder.path(), options_for(DataKind::Text, 0.5));
+  EXPECT_EQ(dataset.validation_files, (std::vector<std::string>{"validation/held-a.txt", "validation/held-b.txt"}));
+  EXPECT_EQ(dataset.train_files.size(), 6u);
+  const std::string validation(dataset.validation.begin(), dataset.validation.end());
+  EXPECT_EQ(validation, "held aheld b");
+  for (const std::string& name : dataset.train_files) EXPECT_EQ(name.rfind("train/", 0), 0u) << name;
+
+  // Without validation/ the same files split by hash again.
+  std::filesystem::remove_all(folder / "validation");
+  const Dataset hashed = open_dataset(folder.path(), options_for(DataKind::Text, 0.5));
+  for (const std::string& name : hashed.validation_files) EXPECT_TRUE(hashes_to_validation(name, 0.5)) << name;
+}
+
 TEST_F(OpenDataset, EachSideKeepsAtLeastOneDocument) {
   for (const char* name : {"a", "b", "c"}) test::write_file(folder / name, std::string(name));
   ASSERT_FALSE(hashes_to_validation("a", 1e-4) || hashes_to_validation("b", 1e-4) ||

@@ -58,7 +58,8 @@ struct DatasetOptions {
 //          its last `validation_fraction` of images. IDX images are converted to the model's shape like files.
 //   Audio: wav/flac/ogg/oga/aiff/aif, 12 kHz mu-law bytes. Text: every regular file, bytes unchanged.
 // Other extensions are ignored; unreadable or empty files go to `skipped` and the scan goes on.
-// Split of >= 2 documents: a document goes to validation when FNV-1a64(relative name, '/' separated)
+// Split of >= 2 documents: in a folder holding both train/ and validation/ subfolders, a document goes to
+// validation when it lies under validation/ (anything else is train). Otherwise a document goes to validation when FNV-1a64(relative name, '/' separated)
 // % 10000 < fraction * 10000, keeping at least one per side (the last name moves to validation, or the first
 // to train). One text/audio document: its last `fraction` of bytes (at least one) is validation.
 // Throws Error naming the path: missing, neither folder nor file, no readable files, over max_total_bytes,
