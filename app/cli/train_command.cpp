@@ -20,6 +20,7 @@
 #include "interrupt.h"
 #include "progress_printer.h"
 #include "stx/engine/atomic_file.h"
+#include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
 #include "stx/engine/trainer.h"
 #include "stx/models/model_config.h"
@@ -122,6 +123,13 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
     o.resume = c.resume;
     if (!c.preset.empty() || !c.config_file.empty()) throw UsageError("--resume takes the model from the checkpoint; drop --preset/--config");
     if (c.context > 0) throw UsageError("--context cannot change when resuming");
+    // Without --steps the run keeps its own schedule: the trainer takes the caller's total as given.
+    if (c.steps <= 0) {
+      const engine::CheckpointInfo info = engine::read_checkpoint_info(engine::resolve_checkpoint(c.resume));
+      if (info.training.contains("steps") && info.training["steps"].is_number_integer()) {
+        o.steps = info.training["steps"].get<int64_t>();
+      }
+    }
   }
   if (c.context > 0) {
     if (o.model.kind == models::DataKind::image) throw UsageError("--context of an image model is fixed by its H x W x C");

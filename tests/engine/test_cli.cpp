@@ -90,6 +90,11 @@ TEST(Cli, TrainInfoEvalOnATinyRun) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("at step 8"), std::string::npos) << r.err;
   EXPECT_EQ(stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "run")).state->step, 10);
+
+  // Without --steps a resumed run keeps its own total (10 now), not the option's default of 1000.
+  r = stx(tmp, "train --resume " + run + " --quiet");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "run")).state->step, 10);
 }
 
 TEST(Cli, SampleTextStreamsWritesNumberedFilesAndReproducesItsSeed) {
