@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attention_bench.h"
+#include "quality_bench.h"
 #include "sample_bench.h"
 #include "train_bench.h"
 
@@ -18,6 +19,7 @@ constexpr RegisterCommand kCommands[] = {
     stx::bench::register_attention_command,
     stx::bench::register_train_command,
     stx::bench::register_sample_command,
+    stx::bench::register_quality_command,
 };
 
 }  // namespace

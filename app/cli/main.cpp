@@ -50,11 +50,13 @@ int main(int argc, char** argv) {
   stx::cli::TrainCommandOptions train_options;
   stx::cli::EvalOptions eval_options;
   stx::cli::InfoOptions info_options;
+  stx::cli::ExportOptions export_options;
   stx::cli::LayoutOptions layout_options;
   stx::cli::CheckOptions check_options;
   CLI::App* train = stx::cli::add_train_command(app, train_options);
   CLI::App* eval = stx::cli::add_eval_command(app, eval_options);
   CLI::App* info = stx::cli::add_info_command(app, info_options);
+  CLI::App* export_model = stx::cli::add_export_command(app, export_options);
   CLI::App* layout = stx::cli::add_layout_command(app, layout_options);
   CLI::App* check = stx::cli::add_check_command(app, check_options);
   stx::cli::SampleCommandOptions sample_options;
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
     if (train->parsed()) return stx::cli::run_train_command(train_options, argc, argv);
     if (eval->parsed()) return stx::cli::run_eval_command(eval_options);
     if (info->parsed()) return stx::cli::run_info_command(info_options);
+    if (export_model->parsed()) return stx::cli::run_export_command(export_options);
     if (layout->parsed()) return stx::cli::run_layout_command(layout_options);
     if (check->parsed()) return stx::cli::run_check_command(check_options);
     if (sample->parsed()) return stx::cli::run_sample_command(sample_options);

@@ -18,6 +18,9 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+constexpr const char* kModelHelp =
+    "a model folder, a run folder (its latest checkpoint), or a bundled model's name: image, audio, text";
+
 std::string describe_attention(const models::ModelConfig& c) {
   std::string text = kernels::to_string(c.pattern);
   if (c.pattern != kernels::Pattern::dense) {
@@ -38,9 +41,29 @@ std::string describe_data(const models::ModelConfig& c) {
 
 }  // namespace
 
+CLI::App* add_export_command(CLI::App& app, ExportOptions& o) {
+  CLI::App* command = app.add_subcommand(
+      "export", "Write a model folder to share or bundle: config, weights (fp16 with --fp16) and the training "
+                "record, without the optimiser state");
+  command->add_option("--model", o.model, kModelHelp)->required();
+  command->add_option("--out", o.out, "the new model folder")->required();
+  command->add_flag("--fp16", o.fp16, "store the weights as fp16 (half the size; loaded back as fp32)");
+  command->add_flag("--force", o.force, "replace an existing model folder at --out");
+  command->footer("Example:\n  stx export --model runs/fmnist --out my-models/fmnist --fp16");
+  return command;
+}
+
+int run_export_command(const ExportOptions& o) {
+  engine::export_model(o.model, o.out, o.fp16, o.force);
+  const engine::ModelBundle b = engine::load_checkpoint(o.out);  // read back: what was written loads
+  std::printf("exported %s (%lld parameters, %s weights) to %s\n", b.config.name.c_str(),
+              static_cast<long long>(b.model->parameter_count()), o.fp16 ? "fp16" : "fp32", o.out.c_str());
+  return 0;
+}
+
 CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
   CLI::App* command = app.add_subcommand("eval", "Print a model's bits per byte on a folder or file");
-  command->add_option("--model", o.model, "a model folder, or a run folder (its latest checkpoint)")->required();
+  command->add_option("--model", o.model, kModelHelp)->required();
   command->add_option("--data", o.data, "data of the model's kind: a folder or a file")->required();
   command->add_option("--split", o.split, "which bytes to score: all, train or validation (the training split rule)")
       ->check(CLI::IsMember({"all", "train", "validation"}))
@@ -84,7 +107,7 @@ int run_eval_command(const EvalOptions& o) {
 
 CLI::App* add_info_command(CLI::App& app, InfoOptions& o) {
   CLI::App* command = app.add_subcommand("info", "Print a model card: parameters, pattern, context, data, training");
-  command->add_option("--model", o.model, "a model folder, or a run folder (its latest checkpoint)")->required();
+  command->add_option("--model", o.model, kModelHelp)->required();
   command->add_flag("--json", o.json, "print the card as JSON");
   return command;
 }

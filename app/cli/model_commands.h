@@ -1,4 +1,5 @@
-// `stx eval` (bits/byte of a model on some data) and `stx info` (a model card).
+// `stx eval` (bits/byte of a model on some data), `stx info` (a model card) and `stx export` (a model folder
+// to share or bundle).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,17 @@ struct InfoOptions {
   bool json = false;
 };
 
+struct ExportOptions {
+  std::string model;
+  std::string out;
+  bool fp16 = false;
+  bool force = false;
+};
+
 CLI::App* add_eval_command(CLI::App& app, EvalOptions& options);
 CLI::App* add_info_command(CLI::App& app, InfoOptions& options);
+CLI::App* add_export_command(CLI::App& app, ExportOptions& options);
+int run_export_command(const ExportOptions& options);
 int run_eval_command(const EvalOptions& options);
 int run_info_command(const InfoOptions& options);
 

@@ -24,7 +24,9 @@ constexpr int kExitInterrupted = 130;
 constexpr uint64_t kMaxPromptFileBytes = 64ull << 20;
 
 void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
-  c.add_option("--model", o.model, "a model folder, or a run folder (its latest checkpoint)")->required();
+  c.add_option("--model", o.model,
+               "a model folder, a run folder (its latest checkpoint), or a bundled model: image, audio, text")
+      ->required();
   c.add_option("--out", o.out, out_help)->required();
   c.add_option("--n", o.count, "samples, generated together; with several, FILE-1, FILE-2, ...")->capture_default_str();
   c.add_option("--seed", o.seed, "random seed (default: a fresh one, printed before generation starts)");

@@ -2,6 +2,7 @@
 // check that an untrusted file deserves.
 #include "stx/engine/checkpoint.h"
 
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/optim/adamw.h>
@@ -12,6 +13,7 @@
 #include <type_traits>
 
 #include "stx/engine/atomic_file.h"
+#include "stx/engine/bundled_models.h"
 #include "stx/engine/error.h"
 #include "stx/engine/safetensors.h"
 
@@ -114,7 +116,14 @@ nlohmann::json state_to_json(const TrainState& s) {
 
 fs::path resolve_checkpoint(const fs::path& path, bool prefer_best) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error(path.string() + ": no such folder");
+  if (!fs::exists(path, ec)) {
+    // A bare name that is not a folder here names a bundled model: --model image.
+    if (const auto bundled = find_bundled_model(path.string())) return *bundled;
+    std::string known;
+    for (const std::string& name : bundled_model_names()) known += (known.empty() ? "" : ", ") + name;
+    throw Error(path.string() + ": no such folder, and no bundled model of that name (bundled: " +
+                (known.empty() ? std::string("none found") : known) + ")");
+  }
   if (!fs::is_directory(path, ec)) throw Error(path.string() + ": not a folder (expected a model or run folder)");
   if (fs::exists(path / "config.json", ec)) return path;
   RunFolder run(path);
@@ -237,7 +246,11 @@ void write_checkpoint_files(const fs::path& folder, const models::ModelConfig& c
   }
   std::map<std::string, std::string> metadata = {{"format", kFormat}, {"model", config.name}};
   write_safetensors(folder / "model.safetensors", tensors, metadata);
-  if (!state || !optimizer) return;
+  if (!state) return;
+  if (!optimizer) {  // an exported model: the record of its training, nothing to resume from
+    write_file_atomic(folder / "train_state.json", state_to_json(*state).dump(2) + "\n");
+    return;
+  }
 
   tensors.clear();
   keep.clear();

@@ -9,9 +9,8 @@
 #include <stdexcept>
 #include <system_error>
 
-#ifndef STX_BUNDLED_MODELS_DIR
-#define STX_BUNDLED_MODELS_DIR ""
-#endif
+#include "stx/engine/bundled_models.h"
+
 
 namespace fs = std::filesystem;
 
@@ -44,12 +43,7 @@ QString ModelLibrary::userFolder() {
 
 QStringList ModelLibrary::bundledFolders() {
   QStringList folders;
-  const QString installed = QDir(QCoreApplication::applicationDirPath()).absoluteFilePath("../share/stx-studio/models");
-  for (const QString& folder : {QString::fromUtf8(STX_BUNDLED_MODELS_DIR), installed}) {
-    if (!folder.isEmpty() && QFileInfo(folder).isDir() && !folders.contains(QFileInfo(folder).canonicalFilePath())) {
-      folders << QFileInfo(folder).canonicalFilePath();
-    }
-  }
+  for (const auto& root : stx::engine::bundled_model_roots()) folders << QString::fromStdString(root.string());
   return folders;
 }
 

@@ -50,7 +50,8 @@ struct ModelBundle {
 };
 
 // `path` may be a checkpoint folder (it holds config.json) or a run folder (it holds latest.json); for a run
-// folder the latest checkpoint is chosen, or the best one with prefer_best.
+// folder the latest checkpoint is chosen, or the best one with prefer_best. A bare name that is no folder
+// here is looked up among the bundled models (bundled_models.h): "image", "audio", "text".
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path, bool prefer_best = false);
 
 // config.json and train_state.json of a checkpoint folder, checked, without building the model.
@@ -69,11 +70,20 @@ void load_optimizer_state(const std::filesystem::path& folder, models::SparseTra
                           torch::optim::AdamW& optimizer);
 
 // Writes the files of a checkpoint into `folder` (a staging folder; the caller commits it). With
-// `state` and `optimizer`, the training state too; fp16_weights halves model.safetensors.
+// `state` and `optimizer`, the training state too; with `state` alone, only train_state.json (the record of
+// the training, as in an exported model); fp16_weights halves model.safetensors.
 void write_checkpoint_files(const std::filesystem::path& folder, const models::ModelConfig& config,
                             const nlohmann::json& training, models::SparseTransformer& model,
                             const TrainState* state, const torch::optim::AdamW* optimizer,
                             bool fp16_weights = false);
+
+// Exports the model of `source` (a checkpoint or run folder, resolved as above) as a new model folder
+// `target`, to share or to bundle: config.json with its training recipe, model.safetensors (fp16 when asked)
+// and train_state.json (steps, wall time, validation bits/byte; no optimiser state: it can be fine-tuned with
+// init_from, not resumed). Built beside `target` and committed by one rename. An existing `target` is an
+// Error unless `replace`; then the old folder is moved aside, and restored if the commit fails.
+void export_model(const std::filesystem::path& source, const std::filesystem::path& target, bool fp16_weights,
+                  bool replace);
 
 // A training run's folder: checkpoints/step-NNNNNNNN/ plus latest.json.
 class RunFolder {

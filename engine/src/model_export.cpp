@@ -1,0 +1,51 @@
+// export_model: a checkpoint turned into a model folder to share or bundle (fp16 weights, no optimiser state).
+#include <unistd.h>
+
+#include <string>
+#include <system_error>
+
+#include "stx/engine/atomic_file.h"
+#include "stx/engine/checkpoint.h"
+#include "stx/engine/error.h"
+
+namespace stx::engine {
+namespace fs = std::filesystem;
+
+void export_model(const fs::path& source, const fs::path& target, bool fp16_weights, bool replace) {
+  ModelBundle bundle = load_checkpoint(resolve_checkpoint(source));
+  std::error_code ec;
+  const bool exists = fs::exists(target, ec);
+  if (exists && !replace) throw Error(target.string() + " already exists; choose another folder or replace it");
+  if (exists && !fs::exists(target / "config.json", ec)) {
+    // Replacing is for models; a folder of something else is never moved aside.
+    throw Error(target.string() + " exists and is not a model folder (no config.json); nothing was written");
+  }
+  if (!target.parent_path().empty()) fs::create_directories(target.parent_path(), ec);
+
+  StagingDirectory staging(target);
+  TrainState record;
+  const TrainState* state = nullptr;
+  if (bundle.state) {
+    record = *bundle.state;
+    state = &record;
+  }
+  write_checkpoint_files(staging.path(), bundle.config, bundle.training, bundle.model, state, nullptr, fp16_weights);
+  if (!exists) {
+    staging.commit();
+    return;
+  }
+  const fs::path aside = target.parent_path() / ("." + target.filename().string() + ".replaced-" +
+                                                 std::to_string(static_cast<long long>(::getpid())));
+  fs::rename(target, aside, ec);
+  if (ec) throw Error("cannot replace " + target.string() + ": " + ec.message());
+  try {
+    staging.commit();
+  } catch (...) {
+    std::error_code restore_error;
+    fs::rename(aside, target, restore_error);
+    throw;
+  }
+  fs::remove_all(aside, ec);  // the new model is in place; a leftover here is only wasted space
+}
+
+}  // namespace stx::engine

@@ -1,0 +1,92 @@
+// export_model: a training run's checkpoint turned into a model folder to share or bundle.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <functional>
+
+#include "engine_test_support.h"
+#include "stx/engine/checkpoint.h"
+#include "stx/engine/error.h"
+#include "stx/engine/safetensors.h"
+
+namespace {
+
+using namespace stx::engine;
+namespace fs = std::filesystem;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A checkpoint folder as a training run leaves it, with its record in train_state.json.
+fs::path save_trained(const fs::path& folder, uint64_t seed) {
+  at::manual_seed(seed);
+  stx::models::SparseTransformer model(stx::test::tiny_text_config());
+  TrainState state;
+  state.step = 42;
+  state.train_seconds = 12.5;
+  state.last_bits_per_byte = 2.25;
+  state.best_bits_per_byte = 2.0;
+  state.best_step = 40;
+  fs::create_directories(folder);
+  write_checkpoint_files(folder, model->config(), {{"steps", 42}, {"data", "/corpus"}}, model, &state, nullptr);
+  return folder;
+}
+
+TEST(ExportModel, WritesHalfWeightsAndTheTrainingRecordWithoutOptimiserState) {
+  stx::test::TempFolder tmp;
+  save_trained(tmp / "run-checkpoint", 3);
+  export_model(tmp / "run-checkpoint", tmp / "shared" / "model", /*fp16_weights=*/true, /*replace=*/false);
+
+  const fs::path out = tmp / "shared" / "model";
+  EXPECT_TRUE(fs::exists(out / "config.json"));
+  EXPECT_TRUE(fs::exists(out / "train_state.json"));
+  EXPECT_FALSE(fs::exists(out / "train_state.safetensors"));  // nothing to resume from, and half the size
+  const SafetensorsFile weights = SafetensorsFile::open(out / "model.safetensors");
+  for (const TensorInfo& t : weights.tensors()) EXPECT_EQ(t.dtype, DType::F16) << t.name;
+
+  const ModelBundle source = load_checkpoint(tmp / "run-checkpoint");
+  const ModelBundle exported = load_checkpoint(out);
+  ASSERT_TRUE(exported.state.has_value());
+  EXPECT_EQ(exported.state->step, 42);
+  EXPECT_DOUBLE_EQ(exported.state->train_seconds, 12.5);
+  EXPECT_DOUBLE_EQ(exported.state->last_bits_per_byte, 2.25);
+  EXPECT_EQ(exported.training["data"], "/corpus");
+  const auto loaded = exported.model->named_parameters();
+  for (const auto& item : source.model->named_parameters()) {
+    EXPECT_TRUE(at::equal(loaded[item.key()], item.value().to(at::kHalf).to(at::kFloat))) << item.key();
+  }
+}
+
+TEST(ExportModel, AnExistingFolderIsKeptUnlessReplacingAModel) {
+  stx::test::TempFolder tmp;
+  save_trained(tmp / "a", 3);
+  save_trained(tmp / "b", 4);
+  export_model(tmp / "a", tmp / "out", false, false);
+  const std::string hash_a = load_checkpoint(tmp / "out").weights_hash;
+
+  EXPECT_NE(error_of([&] { export_model(tmp / "b", tmp / "out", false, false); }).find("already exists"),
+            std::string::npos);
+  EXPECT_EQ(load_checkpoint(tmp / "out").weights_hash, hash_a);
+
+  export_model(tmp / "b", tmp / "out", false, /*replace=*/true);
+  EXPECT_EQ(load_checkpoint(tmp / "out").weights_hash, load_checkpoint(tmp / "b").weights_hash);
+  for (const auto& entry : fs::directory_iterator(tmp.path())) {  // no staging or moved-aside folder is left
+    EXPECT_NE(entry.path().filename().string().front(), '.') << entry.path();
+  }
+
+  // A folder that is not a model is never moved aside, even when replacing.
+  stx::test::write_text(tmp / "notes" / "todo.txt", "keep me");
+  EXPECT_NE(error_of([&] { export_model(tmp / "a", tmp / "notes", false, true); }).find("not a model folder"),
+            std::string::npos);
+  EXPECT_TRUE(fs::exists(tmp / "notes" / "todo.txt"));
+  EXPECT_NE(error_of([&] { export_model(tmp / "absent", tmp / "c", false, false); }).find("absent"),
+            std::string::npos);
+}
+
+}  // namespace
