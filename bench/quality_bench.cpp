@@ -36,6 +36,7 @@ struct QualityOptions {
   std::string markdown_path, json_path;
   std::string work_dir;  // temporary files; default: a fresh folder under the system temp folder
   bool model_part = true, compressors_part = true;  // --skip-model / --skip-compressors
+  bool sliding = false;  // also score the model with sliding windows (text, audio)
 };
 
 struct Row {
@@ -207,6 +208,13 @@ int run_quality(const QualityOptions& o) {
     model_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     rows.push_back(Row{"STX " + c.name + " model (stx eval)", model.bits_per_byte, -1,
                        "each " + std::to_string(c.context) + "-byte window on its own"});
+    if (o.sliding && c.kind != models::DataKind::image) {
+      std::fprintf(stderr, "model %s, sliding windows...\n", c.name.c_str());
+      const engine::EvaluationResult sliding =
+          engine::evaluate_bits_per_byte_sliding(bundle.model, held_out, c.context, o.batch);
+      rows.push_back(Row{"STX " + c.name + " model (stx eval --sliding)", sliding.bits_per_byte, -1,
+                         "each byte after at least " + std::to_string(c.context / 2) + " earlier bytes"});
+    }
   }
   if (o.compressors_part) {
     const std::string stream_label = c.kind == models::DataKind::audio   ? " (mu-law bytes)"
@@ -268,6 +276,8 @@ void register_quality_command(CLI::App& parent) {
   command->add_option("--markdown", options->markdown_path, "also write the table to this file");
   command->add_option("--json", options->json_path, "also write the rows as JSON to this file");
   command->add_flag("!--skip-model", options->model_part, "measure only the compressors");
+  command->add_flag("--sliding", options->sliding,
+                    "text and audio: also score the model with sliding windows (stx eval --sliding)");
   command->add_flag("!--skip-compressors", options->compressors_part, "measure only the model");
   command->add_option("--work-dir", options->work_dir, "folder for temporary files (removed afterwards)");
   command->footer(

@@ -71,6 +71,9 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
   command->add_option("--windows", o.windows, "score at most this many context windows, spread out (0 = all)")
       ->capture_default_str();
   command->add_option("--batch", o.batch, "windows per forward pass")->capture_default_str();
+  command->add_flag("--sliding", o.sliding,
+                    "windows every half context, so each byte is predicted from at least half a context of "
+                    "earlier bytes (instead of windows that each start cold); about twice the work");
   command->add_flag("--json", o.json, "print the result as JSON");
   return command;
 }
@@ -88,18 +91,25 @@ int run_eval_command(const EvalOptions& o) {
   if (o.split != "validation") bytes = std::move(data.train);
   if (o.split != "train") bytes.insert(bytes.end(), data.validation.begin(), data.validation.end());
   const auto start = std::chrono::steady_clock::now();
-  const engine::EvaluationResult r = engine::evaluate_bits_per_byte(
-      bundle.model, bytes, c.context, static_cast<int64_t>(data.record_bytes), o.windows, o.batch);
+  if (o.sliding && o.windows > 0) throw UsageError("--sliding scores every byte: drop --windows");
+  if (o.sliding && c.kind == models::DataKind::image) {
+    throw UsageError("--sliding is for text and audio: an image model scores each image on its own");
+  }
+  const engine::EvaluationResult r =
+      o.sliding ? engine::evaluate_bits_per_byte_sliding(bundle.model, bytes, c.context, o.batch)
+                : engine::evaluate_bits_per_byte(bundle.model, bytes, c.context,
+                                                 static_cast<int64_t>(data.record_bytes), o.windows, o.batch);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) {
     std::cout << json{{"model", bundle.folder.string()}, {"data", o.data}, {"split", o.split},
-                      {"bits_per_byte", r.bits_per_byte}, {"bytes", r.bytes}, {"windows", r.windows},
+                      {"sliding", o.sliding}, {"bits_per_byte", r.bits_per_byte}, {"bytes", r.bytes},
+                      {"windows", r.windows},
                       {"seconds", seconds}}
                      .dump()
               << "\n";
   } else {
-    std::printf("%.4f bits/byte on %lld bytes (%lld windows of up to %lld) of %s [%s], %.1f s\n", r.bits_per_byte,
-                static_cast<long long>(r.bytes), static_cast<long long>(r.windows),
+    std::printf("%.4f bits/byte on %lld bytes (%lld %swindows of up to %lld) of %s [%s], %.1f s\n", r.bits_per_byte,
+                static_cast<long long>(r.bytes), static_cast<long long>(r.windows), o.sliding ? "sliding " : "",
                 static_cast<long long>(c.context), o.data.c_str(), o.split.c_str(), seconds);
   }
   return 0;

@@ -17,6 +17,7 @@ struct EvalOptions {
   std::string split = "all";
   int64_t windows = 0;  // 0 = every window
   int64_t batch = 8;
+  bool sliding = false;  // windows every context/2, each byte scored once after >= context/2 earlier bytes
   bool json = false;
 };
 

@@ -23,4 +23,13 @@ EvaluationResult evaluate_bits_per_byte(models::SparseTransformer& model, const 
                                         int64_t context, int64_t record_bytes, int64_t max_windows = 0,
                                         int64_t batch = 8, const std::atomic<bool>* cancel = nullptr);
 
+// Sliding evaluation: windows of `context` bytes every context / 2 bytes (the last one ending at the stream's
+// end); the first scores all its bytes, each later one only the bytes no earlier window scored. Every byte is
+// scored once, and every byte after the first window is predicted from at least context / 2 earlier bytes,
+// closer to how the model is used when it continues a text than windows that each start cold. Costs about
+// twice the plain evaluation. `windows` counts forward windows; `bytes` is the stream's size.
+EvaluationResult evaluate_bits_per_byte_sliding(models::SparseTransformer& model, const std::vector<uint8_t>& stream,
+                                                int64_t context, int64_t batch = 8,
+                                                const std::atomic<bool>* cancel = nullptr);
+
 }  // namespace stx::engine
