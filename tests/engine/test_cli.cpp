@@ -224,4 +224,43 @@ TEST(Cli, TwoGlooProcessesMatchOneProcess) {
 
 }  // namespace
 
+
+namespace {
+
+// A user with no internet names a bundled model; `stx export` makes such a folder from a run.
+TEST(Cli, BundledModelsAreFoundByNameAndExportKeepsTheirRecord) {
+  stx::test::TempFolder tmp;
+  Result r = stx(tmp, "info --model text");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("models/bundled/text"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fixed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("validation"), std::string::npos) << r.out;
+
+  const fs::path sample = tmp / "verse.txt";
+  r = stx(tmp, "sample text --model text --prompt 'And God said' --max-bytes 40 --seed 7 --quiet --out " +
+                   sample.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_GE(fs::file_size(sample), 40u);
+
+  r = stx(tmp, "info --model no-such-model");
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("bundled: audio, image, text"), std::string::npos) << r.err;
+
+  r = stx(tmp, "export --model text --out " + (tmp / "copy").string() + " --fp16");
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = stx(tmp, "info --json --model " + (tmp / "copy").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json copy = nlohmann::json::parse(r.out);
+  r = stx(tmp, "info --json --model text");
+  const nlohmann::json original = nlohmann::json::parse(r.out);
+  EXPECT_EQ(copy["training_steps"], original["training_steps"]);
+  EXPECT_EQ(copy["weights_hash"], original["weights_hash"]);  // fp16 to fp16: the same bytes
+  r = stx(tmp, "export --model text --out " + (tmp / "copy").string());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+}
+
+}  // namespace
+
 #endif  // STX_CLI_PATH

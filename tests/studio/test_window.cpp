@@ -20,7 +20,10 @@
 #include <QtTest>
 
 #include "core/engine_host.h"
+#include "core/model_library.h"
 #include "core/studio_tab.h"
+#include "image/image_canvas.h"
+#include "image/image_tab.h"
 #include "studio_test_support.h"
 #include "window/error_banner.h"
 #include "window/main_window.h"
@@ -76,6 +79,47 @@ class WindowTest : public QObject {
     for (const char* kind : {"image", "audio", "text"}) {
       fixture::make_tiny_model(models_.filePath(QStringLiteral("tiny-") + kind), kind);
     }
+  }
+
+  // What the README's run command gives a new user with no internet: the three bundled models in the
+  // library, the Image tab ready with the image model, and Generate filling in pixels straight away.
+  void theBundledModelsAreReadyAtFirstLaunch() {
+    QTemporaryDir fresh_library;
+    qputenv("STX_BUNDLED_MODELS", STX_BUNDLED_MODELS_SOURCE);
+    qputenv("STX_STUDIO_MODELS_DIR", fresh_library.path().toUtf8());
+    QSettings().clear();
+    {
+      MainWindow window;
+      window.resize(1280, 860);
+      window.show();
+      auto* image = qobject_cast<stx::studio::ImageTab*>(window.tab("image"));
+      QVERIFY(image);
+      QVERIFY(wait_for_model(window, image, "image"));
+      QVERIFY(image->modelReady());
+
+      QElapsedTimer clock;
+      clock.start();
+      image->generate();
+      QVERIFY(fixture::wait_until([&] { return image->canvas()->receivedBytes(0) > 0; }, 30000));
+      qInfo("first pixels %lld ms after Generate", static_cast<long long>(clock.elapsed()));
+      QVERIFY(fixture::wait_until([&] { return !image->busy(); }, 120000));
+      QVERIFY(image->canvas()->complete(0));
+      qInfo("first image complete after %lld ms", static_cast<long long>(clock.elapsed()));
+      save_shot(&window, "first-launch-image");
+
+      window.tabs()->setCurrentWidget(window.tab("models"));
+      QStringList bundled;
+      for (const auto& entry : stx::studio::ModelLibrary::scan(QString())) {
+        if (entry.bundled && entry.error.isEmpty()) bundled << QFileInfo(entry.path).fileName();
+      }
+      bundled.sort();
+      QCOMPARE(bundled, (QStringList{"audio", "image", "text"}));
+      save_shot(&window, "first-launch-models");
+      window.close();
+    }
+    qputenv("STX_BUNDLED_MODELS", "");
+    qputenv("STX_STUDIO_MODELS_DIR", models_.path().toUtf8());
+    QSettings().clear();
   }
 
   void buildsWithTabsMenusAndShortcuts() {
