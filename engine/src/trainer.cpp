@@ -103,6 +103,11 @@ void prepare(Run& run, const EventSink& sink) {
     const fs::path folder = resolve_checkpoint(*o.resume);
     resumed = load_checkpoint(folder);
     if (!resumed->state) throw Error(folder.string() + ": holds no train_state.json, so it cannot be resumed");
+    std::error_code ec;
+    if (!fs::exists(folder / "train_state.safetensors", ec)) {
+      throw Error(folder.string() + ": an exported model without optimiser state cannot be resumed; "
+                  "fine-tune it with --init-from instead");
+    }
     // The recipe travels with the checkpoint; the caller's steps and paths win when given.
     TrainOptions from_checkpoint = o;
     recipe_from_json(resumed->training, from_checkpoint);

@@ -6,9 +6,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 
+#include "stx/engine/error.h"
 #include "stx/engine/trainer.h"
 #include "stx/models/model_config.h"
 
@@ -34,6 +36,16 @@ class TempFolder {
  private:
   std::filesystem::path path_;
 };
+
+// The message of the stx::engine::Error that `f` throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const engine::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline void write_text(const std::filesystem::path& file, const std::string& text) {
   std::filesystem::create_directories(file.parent_path());

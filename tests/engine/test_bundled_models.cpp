@@ -15,14 +15,7 @@ namespace {
 using namespace stx::engine;
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using stx::test::error_of;
 
 // What a user with no internet gets: an image, an audio and a text model, found by name.
 struct Shipped {

@@ -2,26 +2,21 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <atomic>
 #include <functional>
 
 #include "engine_test_support.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
 #include "stx/engine/safetensors.h"
+#include "stx/engine/trainer.h"
 
 namespace {
 
 using namespace stx::engine;
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using stx::test::error_of;
 
 // A checkpoint folder as a training run leaves it, with its record in train_state.json.
 fs::path save_trained(const fs::path& folder, uint64_t seed) {
@@ -87,6 +82,19 @@ TEST(ExportModel, AnExistingFolderIsKeptUnlessReplacingAModel) {
   EXPECT_TRUE(fs::exists(tmp / "notes" / "todo.txt"));
   EXPECT_NE(error_of([&] { export_model(tmp / "absent", tmp / "c", false, false); }).find("absent"),
             std::string::npos);
+}
+
+TEST(ExportModel, AnExportedModelIsFineTunedNotResumed) {
+  stx::test::TempFolder tmp;
+  save_trained(tmp / "checkpoint", 5);
+  export_model(tmp / "checkpoint", tmp / "shared", true, false);
+  TrainOptions options = stx::test::tiny_train_options(stx::test::make_text_corpus(tmp / "data"), tmp / "run");
+  options.resume = tmp / "shared";
+  std::atomic<bool> cancel{false};
+  const JobEnded end = train(options, {}, cancel);
+  EXPECT_EQ(end.outcome, JobEnded::Outcome::failed);
+  EXPECT_NE(end.message.find("--init-from"), std::string::npos) << end.message;
+  EXPECT_FALSE(fs::exists(tmp / "run" / "latest.json"));
 }
 
 }  // namespace
