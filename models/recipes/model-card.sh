@@ -45,7 +45,7 @@ cat > "$tmp" <<CARD
 
 A Sparse Transformer (Child et al. 2019) that ships with STX Studio, trained by the project on this recipe.
 
-| | |
+| | this model |
 |---|---|
 | parameters | $params |
 | architecture | $(field layers) layers, d_model $(field d_model), $(field heads) heads, d_ff $(field d_ff); $(field attention) attention; context $(field context) bytes |
