@@ -8,6 +8,37 @@
 #include "stx/engine/crops.h"
 
 namespace stx::engine {
+namespace {
+
+// Eval mode without gradients for the scope; the model's own mode comes back afterwards.
+class EvalScope {
+ public:
+  explicit EvalScope(models::SparseTransformer& model) : model_(model), was_training_(model->is_training()) {
+    model_->eval();
+  }
+  ~EvalScope() {
+    if (was_training_) model_->train();
+  }
+  EvalScope(const EvalScope&) = delete;
+  EvalScope& operator=(const EvalScope&) = delete;
+
+ private:
+  models::SparseTransformer& model_;
+  bool was_training_;
+  at::NoGradGuard no_grad_;
+};
+
+// The windows of `length` bytes starting at `starts`, one row each, as token ids on `device`.
+at::Tensor window_batch(const std::vector<uint8_t>& stream, const std::vector<size_t>& starts, size_t length,
+                        const at::Device& device) {
+  at::Tensor bytes = at::empty({static_cast<int64_t>(starts.size()), static_cast<int64_t>(length)}, at::kByte);
+  for (size_t b = 0; b < starts.size(); ++b) {
+    std::copy_n(stream.data() + starts[b], length, bytes[static_cast<int64_t>(b)].data_ptr<uint8_t>());
+  }
+  return bytes.to(at::kLong).to(device);
+}
+
+}  // namespace
 
 EvaluationResult evaluate_bits_per_byte(models::SparseTransformer& model, const std::vector<uint8_t>& stream,
                                         int64_t context, int64_t record_bytes, int64_t max_windows, int64_t batch,
@@ -16,9 +47,7 @@ EvaluationResult evaluate_bits_per_byte(models::SparseTransformer& model, const 
   if (stream.empty()) return result;
   const auto windows = evaluation_windows(stream.size(), static_cast<size_t>(context),
                                           static_cast<size_t>(record_bytes), static_cast<size_t>(max_windows));
-  const bool was_training = model->is_training();
-  model->eval();
-  at::NoGradGuard no_grad;
+  const EvalScope scope(model);
   const at::Device device = model->parameters().front().device();
   double total_bits = 0;
   size_t i = 0;
@@ -26,22 +55,17 @@ EvaluationResult evaluate_bits_per_byte(models::SparseTransformer& model, const 
     if (cancel && cancel->load()) break;
     // A run of windows with the same length goes in one batch (only the last window is ever shorter).
     const size_t length = windows[i].second - windows[i].first;
-    std::vector<int64_t> starts;
+    std::vector<size_t> starts;
     while (i < windows.size() && static_cast<int64_t>(starts.size()) < batch &&
            windows[i].second - windows[i].first == length) {
-      starts.push_back(static_cast<int64_t>(windows[i].first));
+      starts.push_back(windows[i].first);
       ++i;
     }
-    at::Tensor bytes = at::empty({static_cast<int64_t>(starts.size()), static_cast<int64_t>(length)}, at::kByte);
-    for (size_t b = 0; b < starts.size(); ++b) {
-      std::copy_n(stream.data() + starts[b], length, bytes[static_cast<int64_t>(b)].data_ptr<uint8_t>());
-    }
-    bytes = bytes.to(at::kLong).to(device);
+    const at::Tensor bytes = window_batch(stream, starts, length, device);
     total_bits += models::total_bits(model->forward(bytes), bytes);
     result.bytes += static_cast<int64_t>(starts.size() * length);
     result.windows += static_cast<int64_t>(starts.size());
   }
-  if (was_training) model->train();
   result.bits_per_byte = result.bytes > 0 ? total_bits / static_cast<double>(result.bytes) : std::nan("");
   return result;
 }
@@ -63,19 +87,15 @@ EvaluationResult evaluate_bits_per_byte_sliding(models::SparseTransformer& model
     scored_to = start + length;
   }
 
-  const bool was_training = model->is_training();
-  model->eval();
-  at::NoGradGuard no_grad;
+  const EvalScope scope(model);
   const at::Device device = model->parameters().front().device();
   double total_bits = 0;
   for (size_t i = 0; i < plan.size();) {
     if (cancel && cancel->load()) break;
     const size_t count = std::min(plan.size() - i, static_cast<size_t>(std::max<int64_t>(1, batch)));
-    at::Tensor bytes = at::empty({static_cast<int64_t>(count), static_cast<int64_t>(length)}, at::kByte);
-    for (size_t b = 0; b < count; ++b) {
-      std::copy_n(stream.data() + plan[i + b].start, length, bytes[static_cast<int64_t>(b)].data_ptr<uint8_t>());
-    }
-    bytes = bytes.to(at::kLong).to(device);
+    std::vector<size_t> starts;
+    for (size_t b = 0; b < count; ++b) starts.push_back(plan[i + b].start);
+    const at::Tensor bytes = window_batch(stream, starts, length, device);
     const at::Tensor logits = model->forward(bytes);
     for (size_t b = 0; b < count; ++b) {
       const auto row = static_cast<int64_t>(b);
@@ -86,7 +106,6 @@ EvaluationResult evaluate_bits_per_byte_sliding(models::SparseTransformer& model
     result.windows += static_cast<int64_t>(count);
     i += count;
   }
-  if (was_training) model->train();
   result.bits_per_byte = result.bytes > 0 ? total_bits / static_cast<double>(result.bytes) : std::nan("");
   return result;
 }
