@@ -192,6 +192,8 @@ int run_sample_command(SampleCommandOptions& o) {
   for (int64_t k = 0; k < o.count; ++k) {
     const std::filesystem::path path = engine::numbered_path(o.out, static_cast<int>(k + 1), static_cast<int>(o.count));
     const std::vector<uint8_t>& bytes = result.samples[static_cast<size_t>(k)];
+    info.sample_number = static_cast<int>(k + 1);
+    info.sample_count = static_cast<int>(o.count);
     if (o.kind == "image") {
       std::vector<uint8_t> pixels(static_cast<size_t>(c.context), 0);  // a stopped sample: the rest stays black
       std::copy(bytes.begin(), bytes.end(), pixels.begin());

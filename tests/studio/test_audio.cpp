@@ -279,6 +279,7 @@ class AudioTabTest : public QObject {
       QVERIFY(std::abs(static_cast<double>(wav.info.frames) - 240.0 * rate / 12000.0) <= 2.0);
       QVERIFY2(wav.comment.contains(QString("Seed: %1").arg(*tab->lastSeed())), qPrintable(wav.comment));
       QVERIFY(wav.comment.contains("unconditional"));
+      QVERIFY2(wav.comment.contains("Sample: 1 of 2"), qPrintable(wav.comment));  // the selected lane
     }
     // All samples: numbered files, replacing what is there.
     const QString all = dir_.filePath("all.wav");
@@ -286,6 +287,7 @@ class AudioTabTest : public QObject {
              (QStringList{dir_.filePath("all-1.wav"), dir_.filePath("all-2.wav")}));
     QCOMPARE(tab->exportTo(all, 44100, true).size(), 2);
     QCOMPARE(read_wav(dir_.filePath("all-2.wav")).info.samplerate, 44100);
+    QVERIFY(read_wav(dir_.filePath("all-2.wav")).comment.contains("Sample: 2 of 2"));
     // A folder that does not exist: a plain error, nothing thrown.
     QVERIFY(tab->exportTo(dir_.filePath("no/such/folder/x.wav"), 12000, false).isEmpty());
     QCOMPARE(errors_.size(), 1);

@@ -309,6 +309,7 @@ class ImageTabTest : public QObject {
     const QByteArray png = file.readAll();
     QVERIFY(png.contains(QByteArray("Prompt") + '\0' + "rows 0-3 of shoe.png"));
     QVERIFY(png.contains(QByteArray("Prompt rows kept") + '\0' + "4"));
+    QVERIFY(png.contains(QByteArray("Sample") + '\0' + "1 of 2"));  // with the seed, enough to decode it again
   }
 
   void draggingTheLineChoosesTheRowsKept() {

@@ -41,7 +41,10 @@ QStringList WavExport::write(const QString& path, const std::vector<Bytes>& samp
     const Bytes& bytes = samples[static_cast<size_t>(index)];
     try {
       const std::filesystem::path target = stx::engine::numbered_path(path.toStdString(), i + 1, count);
-      stx::engine::write_wav(target, bytes.data(), bytes.size(), rate, info, stx::engine::Overwrite::Replace);
+      stx::engine::ExportInfo sample_info = info;
+      sample_info.sample_number = index + 1;
+      sample_info.sample_count = static_cast<int>(samples.size());
+      stx::engine::write_wav(target, bytes.data(), bytes.size(), rate, sample_info, stx::engine::Overwrite::Replace);
       written << QString::fromStdString(target.string());
     } catch (const std::exception& e) {
       if (error) *error = QString::fromStdString(e.what());

@@ -20,6 +20,7 @@ class WavExport {
   static QString askTarget(QWidget* parent, const QString& title, const QString& suggested, int count);
 
   // Writes samples[i] for each i of `which` to `path`, numbered when there are several, replacing files.
+  // Each file's metadata says which of the samples it is ("Sample: 2 of 4").
   // Stops at the first failure and puts its one-line reason (naming the file) in *error. Returns the
   // files written.
   static QStringList write(const QString& path, const std::vector<Bytes>& samples,

@@ -21,6 +21,8 @@ stx::engine::ExportInfo export_info(const stx::engine::ModelSummary& model, cons
   info.top_p = origin.settings.top_p;
   info.prompt = origin.prompt.toStdString();
   if (origin.promptRows > 0) info.prompt_rows_kept = origin.promptRows;
+  info.sample_number = origin.sample;
+  info.sample_count = origin.samples;
   info.created = stx::engine::utc_timestamp_now();
   return info;
 }

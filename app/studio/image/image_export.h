@@ -16,6 +16,8 @@ struct SampleOrigin {
   stx::engine::SamplingSettings settings;
   QString prompt = QStringLiteral("unconditional");  // in words, as the PNG's Prompt text says it
   int promptRows = 0;                                // image rows kept as the prefix; 0: none
+  int sample = 1;                                    // which of `samples` decoded together, from 1
+  int samples = 1;
 };
 
 // "unconditional" (rows 0), "row 0 of shoe.png", "rows 0-13 of shoe.png".

@@ -327,6 +327,10 @@ void ImageTab::sampleFinished(const stx::engine::SampleResult& result) {
   if (job_ == Job::generate) {
     results_ = result.samples;
     origins_.assign(results_.size(), origin);
+    for (size_t k = 0; k < origins_.size(); ++k) {
+      origins_[k].sample = static_cast<int>(k + 1);
+      origins_[k].samples = static_cast<int>(origins_.size());
+    }
     for (size_t k = 0; k < results_.size(); ++k) canvas_->setNote(static_cast<int>(k), noteFor(results_[k]));
     if (canvas_->selectedSample() < 0) canvas_->setSelectedSample(0);
   } else if (!result.samples.empty() && regenerateTarget_ >= 0) {

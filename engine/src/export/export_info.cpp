@@ -40,6 +40,9 @@ PngText sample_fields(const ExportInfo& info) {
   if (!info.model_name.empty()) fields.emplace_back("Model", info.model_name);
   if (!info.model_hash.empty()) fields.emplace_back("Model hash", info.model_hash);
   fields.emplace_back("Seed", std::to_string(info.seed));
+  if (info.sample_count > 1) {
+    fields.emplace_back("Sample", std::to_string(info.sample_number) + " of " + std::to_string(info.sample_count));
+  }
   fields.emplace_back("Temperature", number_text(info.temperature));
   fields.emplace_back("Top-k", std::to_string(info.top_k));
   fields.emplace_back("Top-p", number_text(info.top_p));

@@ -347,6 +347,8 @@ TEST(Export, PngCarriesTheInfoAsTextChunksAndKeepsThePixels) {
   info.model_name = "cifar-small";
   info.prompt = "cat.png";
   info.prompt_rows_kept = 4;
+  info.sample_number = 3;
+  info.sample_count = 4;
   TempFolder folder;
 
   // when
@@ -358,6 +360,7 @@ TEST(Export, PngCarriesTheInfoAsTextChunksAndKeepsThePixels) {
                             {"Model", "cifar-small"},
                             {"Model hash", "sha256:0123abcd"},
                             {"Seed", "1234"},
+                            {"Sample", "3 of 4"},
                             {"Temperature", "0.9"},
                             {"Top-k", "40"},
                             {"Top-p", "0.95"},

@@ -39,13 +39,18 @@ struct ExportInfo {
   // string on reading once one of them is about 2 KB long.
   std::string prompt;
   std::optional<int> prompt_rows_kept;  // image completion: rows of the prompt image kept as the prefix
+  // Which sample of a request of several this is, from 1 ("Sample: 3 of 4"); left out when sample_count < 2.
+  // A sample's random stream depends only on the seed and this number: with the same model, prompt and
+  // settings, the seed and the number reproduce it (`stx sample --n 3 --seed S` gives sample 3 as out-3).
+  int sample_number = 1;
+  int sample_count = 1;
   std::string created;                  // when, e.g. utc_timestamp_now(); empty leaves it out
   std::string software = "STX Studio";
 };
 
 inline constexpr size_t kMaxPromptMetadataBytes = 1000;
 
-// The PNG tEXt pairs, in this order: Software, Model, Model hash, Seed, Temperature, Top-k, Top-p,
+// The PNG tEXt pairs, in this order: Software, Model, Model hash, Seed, Sample, Temperature, Top-k, Top-p,
 // Prompt rows kept, Prompt, Creation Time. Numbers are written locale-independently ("0.9", never "0,9").
 PngText export_png_text(const ExportInfo& info);
 
