@@ -17,6 +17,7 @@
 #include "sample_command.h"
 #include "stx/engine/error.h"
 #include "stx/kernels/error.h"
+#include "stx/kernels/openmp_spin_policy.h"
 #include "stx/models/model_config.h"
 #include "train_command.h"
 
@@ -38,6 +39,7 @@ void use_all_cores() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stx::kernels::restart_with_short_openmp_spins(argv);  // first: it may start the program again
   use_all_cores();
 
   CLI::App app{"stx " STX_VERSION ": Sparse Transformers headless: train, evaluate, sample, inspect models and patterns",

@@ -1,0 +1,53 @@
+// The programs' OpenMP spin policy (stx/kernels/openmp_spin_policy.h): this test binary starts like stx and
+// stx-studio, and runs itself in a child with a chosen environment to see what the child's main() finds.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "stx/kernels/openmp_spin_policy.h"
+
+namespace {
+
+const char* kReport = "--report-spin-environment";
+
+// Runs this binary under `env -i <assignments>` and returns what it printed.
+std::string child_environment(const std::string& assignments) {
+  const std::string command = "env -i " + assignments + " /proc/" + std::to_string(getpid()) + "/exe " + kReport;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "popen failed";
+  std::array<char, 256> buffer{};
+  std::string out;
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) out += buffer.data();
+  const int status = pclose(pipe);
+  return status == 0 ? out : "exit status " + std::to_string(status);
+}
+
+TEST(OpenMPSpinPolicy, ShortSpinsWhenTheUserChoseNothing) {
+  EXPECT_EQ(child_environment(""), "GOMP_SPINCOUNT=3000 OMP_WAIT_POLICY=unset\n");
+}
+
+TEST(OpenMPSpinPolicy, TheUsersSpinCountIsKept) {
+  EXPECT_EQ(child_environment("GOMP_SPINCOUNT=300000"), "GOMP_SPINCOUNT=300000 OMP_WAIT_POLICY=unset\n");
+}
+
+TEST(OpenMPSpinPolicy, TheUsersWaitPolicyIsKeptAndNoSpinCountAdded) {
+  EXPECT_EQ(child_environment("OMP_WAIT_POLICY=ACTIVE"), "GOMP_SPINCOUNT=unset OMP_WAIT_POLICY=ACTIVE\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  stx::kernels::restart_with_short_openmp_spins(argv);
+  if (argc == 2 && std::strcmp(argv[1], kReport) == 0) {
+    const char* spins = std::getenv("GOMP_SPINCOUNT");
+    const char* policy = std::getenv("OMP_WAIT_POLICY");
+    std::printf("GOMP_SPINCOUNT=%s OMP_WAIT_POLICY=%s\n", spins ? spins : "unset", policy ? policy : "unset");
+    return 0;
+  }
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
