@@ -49,7 +49,9 @@ ModelSummary summarize(const fs::path& folder, const CheckpointInfo& info, int64
   s.parameters = parameters;
   if (info.state) {
     s.steps_trained = info.state->step;
-    if (std::isfinite(info.state->best_bits_per_byte)) s.bits_per_byte = info.state->best_bits_per_byte;
+    // The latest validation is the one of these weights (every checkpoint validates first); the best may be
+    // another checkpoint's.
+    if (std::isfinite(info.state->last_bits_per_byte)) s.bits_per_byte = info.state->last_bits_per_byte;
   }
   if (info.training.is_object()) {
     const auto steps = info.training.find("steps");

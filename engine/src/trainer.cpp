@@ -172,11 +172,17 @@ void load_data(Run& run, const EventSink& sink, const std::atomic<bool>& cancel)
   }
 }
 
-double validate_now(Run& run, const std::atomic<bool>& cancel) {
+// The last step of a run scores the whole validation split when it is at most this big, so that the figure
+// a finished model carries is its held-out figure. Validations along the way score eval_windows windows,
+// spread out, which can be far from it: 4 windows of the bundled audio model read 3.99 bits/byte, all 71
+// read 5.91.
+constexpr size_t kWholeFinalValidationBytes = size_t{16} << 20;
+
+double validate_now(Run& run, const std::atomic<bool>& cancel, int64_t max_windows) {
   if (run.data.validation.empty()) return std::nan("");
   const EvaluationResult r = evaluate_bits_per_byte(run.model, run.data.validation, run.config.context,
-                                                    static_cast<int64_t>(run.data.record_bytes),
-                                                    run.options.eval_windows, 8, &cancel);
+                                                    static_cast<int64_t>(run.data.record_bytes), max_windows, 8,
+                                                    &cancel);
   // A pass cut short by a cancel scored only some windows: not a validation, and never a "best".
   if (cancel.load()) return std::nan("");
   return r.bits_per_byte;
@@ -340,7 +346,15 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
 
     const bool checkpoint_due = run.state.step % o.checkpoint_every == 0 || run.state.step == o.steps;
     const bool eval_due = (o.eval_every > 0 && run.state.step % o.eval_every == 0) || checkpoint_due;
-    if (eval_due) record_validation(run, sink, validate_now(run, cancel));
+    if (eval_due) {
+      int64_t windows = o.eval_windows;
+      if (run.state.step == o.steps && windows != 0 && run.data.validation.size() <= kWholeFinalValidationBytes) {
+        windows = 0;
+        log(run, sink, "final validation over the whole validation split (" +
+                           std::to_string(run.data.validation.size()) + " bytes)");
+      }
+      record_validation(run, sink, validate_now(run, cancel, windows));
+    }
     if (checkpoint_due) {
       if (auto saved = save(run, sink, seconds_before + seconds_since(start), cancel)) last_saved = saved;
     }

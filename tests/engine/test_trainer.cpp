@@ -12,6 +12,10 @@
 
 #include "engine_test_support.h"
 #include "stx/engine/checkpoint.h"
+#include "stx/engine/dataset.h"
+#include "stx/engine/evaluate.h"
+#include "stx/engine/model_data.h"
+#include "stx/engine/model_session.h"
 #include "stx/engine/trainer.h"
 #include "stx/engine/error.h"
 
@@ -79,6 +83,38 @@ TEST(Trainer, ATinyModelOverfitsATinyCorpus) {
   EXPECT_EQ(bundle.state->step, 400);
   EXPECT_EQ(bundle.state->samples_drawn, 400 * 8);
   EXPECT_NEAR(bundle.state->last_bits_per_byte, events.validations.back().bits_per_byte, 1e-12);
+}
+
+TEST(Trainer, TheLastStepValidatesOnTheWholeSplitNotASample) {
+  // A few windows along the way keep validation cheap, but the figure a finished model carries must be its
+  // held-out figure: the last step scores every window.
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  TrainOptions o = stx::test::tiny_train_options(data, tmp / "run");
+  o.steps = 3;
+  o.eval_every = 1;
+  o.eval_windows = 1;
+  Recorder events;
+  std::atomic<bool> cancel{false};
+  const JobEnded end = train(o, std::ref(events), cancel);
+  ASSERT_EQ(end.outcome, JobEnded::Outcome::completed) << end.message;
+  ASSERT_EQ(events.validations.size(), 3u);
+
+  ModelBundle bundle = load_checkpoint(resolve_checkpoint(tmp / "run"));
+  DatasetOptions d = dataset_options_for(bundle.config);
+  d.validation_fraction = o.validation_fraction;
+  const Dataset dataset = open_dataset(data, d);
+  const int64_t context = bundle.config.context;
+  ASSERT_GT(dataset.validation.size(), static_cast<size_t>(10 * context));  // many windows, not one
+  const double all = evaluate_bits_per_byte(bundle.model, dataset.validation, context, 1, 0, 8).bits_per_byte;
+  const double one = evaluate_bits_per_byte(bundle.model, dataset.validation, context, 1, 1, 8).bits_per_byte;
+  EXPECT_NEAR(events.validations.back().bits_per_byte, all, 1e-5);
+  EXPECT_GT(std::abs(all - one), 1e-4);  // a one-window pass would have said something else
+  EXPECT_NEAR(bundle.state->last_bits_per_byte, all, 1e-5);
+  EXPECT_NEAR(describe_model(tmp / "run").bits_per_byte.value_or(-1), all, 1e-5);  // what the studio shows
+  bool said = false;
+  for (const std::string& line : events.logs) said = said || line.find("whole validation split") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 // Runs to `steps`, cancelling once `cancel_after` steps are done (0 = never).

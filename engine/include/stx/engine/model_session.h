@@ -35,7 +35,7 @@ struct ModelSummary {
   int64_t steps_trained = 0;     // 0 when the folder holds no train_state.json
   int64_t steps_planned = 0;     // the training recipe's total steps, 0 when unknown: a run stopped short of
                                  // it (steps_trained < steps_planned) can be resumed
-  std::optional<double> bits_per_byte;  // the best validation bits/byte on record
+  std::optional<double> bits_per_byte;  // validation bits/byte of these weights (the latest on record)
   std::string card;              // the text of MODEL_CARD.md beside config.json, when there is one
   std::string weights_hash;      // identifies the weights in exports; set by LoadedModel::open only
 };

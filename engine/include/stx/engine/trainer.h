@@ -41,7 +41,8 @@ struct TrainOptions {
   double beta1 = 0.9, beta2 = 0.95;
   double clip_norm = 1.0;        // <= 0 disables clipping
   int64_t eval_every = 100;      // validation every K steps (and at every checkpoint); 0 = only at checkpoints
-  int64_t eval_windows = 32;     // validation windows per pass (0 = the whole split)
+  int64_t eval_windows = 32;     // validation windows per pass (0 = the whole split); the last step scores
+                                 // the whole split when it is at most 16 MiB
   int64_t checkpoint_every = 500;
   int keep_last = 3;
   uint64_t seed = 1;             // weights, crops and dropout
