@@ -29,6 +29,8 @@ PACKAGES=(
   libgloo-dev          # headers of Gloo, which LibTorch's c10d ProcessGroupGloo (data-parallel training) includes
   qt6-base-dev         # stx-studio: Qt 6 Widgets (and Qt Test for its tests)
   qt6-charts-dev       # stx-studio: the training wizard's loss curves
+  libqt6opengl6-dev    # Qt6Charts' CMake package needs Qt6OpenGL and Qt6OpenGLWidgets, which Debian's
+                       # qt6-charts-dev does not depend on: without it CMake cannot find Qt Charts
   portaudio19-dev      # stx-studio: audio playback
 )
 
