@@ -37,6 +37,19 @@ struct Recorder {
   }
 };
 
+// A training run left to finish, with everything it reported.
+struct FinishedRun {
+  Recorder events;
+  JobEnded end;
+};
+
+FinishedRun train_to_the_end(const TrainOptions& o) {
+  FinishedRun run;
+  std::atomic<bool> cancel{false};
+  run.end = train(o, std::ref(run.events), cancel);
+  return run;
+}
+
 TEST(Trainer, LearningRateWarmsUpThenDecaysToTheFloor) {
   TrainOptions o;
   o.learning_rate = 1e-3;
@@ -65,9 +78,7 @@ TEST(Trainer, ATinyModelOverfitsATinyCorpus) {
   o.eval_every = 100;
   o.eval_windows = 8;
   o.checkpoint_every = 400;
-  Recorder events;
-  std::atomic<bool> cancel{false};
-  const JobEnded end = train(o, std::ref(events), cancel);
+  const auto [events, end] = train_to_the_end(o);
   ASSERT_EQ(end.outcome, JobEnded::Outcome::completed) << end.message;
   ASSERT_EQ(events.progress.size(), 400u);
   EXPECT_GT(events.progress.front().loss_bits_per_byte, 6.0);  // about log2(256) = 8 at the start
@@ -94,9 +105,7 @@ TEST(Trainer, TheLastStepValidatesOnTheWholeSplitNotASample) {
   o.steps = 3;
   o.eval_every = 1;
   o.eval_windows = 1;
-  Recorder events;
-  std::atomic<bool> cancel{false};
-  const JobEnded end = train(o, std::ref(events), cancel);
+  const auto [events, end] = train_to_the_end(o);
   ASSERT_EQ(end.outcome, JobEnded::Outcome::completed) << end.message;
   ASSERT_EQ(events.validations.size(), 3u);
 
@@ -166,9 +175,8 @@ TEST(Trainer, RetentionKeepsTheLastNPlusTheBest) {
   o.checkpoint_every = 1;
   o.keep_last = 2;
   o.steps = 5;
-  Recorder events;
-  std::atomic<bool> cancel{false};
-  ASSERT_EQ(train(o, std::ref(events), cancel).outcome, JobEnded::Outcome::completed);
+  const auto [events, end] = train_to_the_end(o);
+  ASSERT_EQ(end.outcome, JobEnded::Outcome::completed) << end.message;
   ASSERT_EQ(events.saved.size(), 5u);
   RunFolder run(tmp / "run");
   ASSERT_TRUE(run.best().has_value());
