@@ -12,6 +12,7 @@
 #include "stx/engine/dataset.h"
 #include "stx/engine/evaluate.h"
 #include "stx/engine/model_data.h"
+#include "stx/engine/model_session.h"
 
 namespace stx::cli {
 namespace {
@@ -145,6 +146,9 @@ int run_info_command(const InfoOptions& o) {
     card["best_validation_bits_per_byte"] = finite(b.state->best_bits_per_byte);
   }
   if (b.training.contains("data")) card["training_data"] = b.training["data"];
+  // held_out.json beside the weights: their bits/byte on every held-out byte (bundled models have one).
+  const engine::ModelSummary summary = engine::describe_model(b.folder);
+  if (summary.bits_per_byte_held_out) card["held_out_bits_per_byte"] = *summary.bits_per_byte;
   if (o.json) {
     std::cout << card.dump(2) << "\n";
     return 0;
@@ -166,6 +170,8 @@ int run_info_command(const InfoOptions& o) {
   } else {
     std::printf("  training     (no training state in this folder)\n");
   }
+  if (summary.bits_per_byte_held_out)
+    std::printf("  held out     %.4f bits/byte on every held-out byte (held_out.json)\n", *summary.bits_per_byte);
   if (b.training.contains("data")) std::printf("  trained on   %s\n", b.training["data"].get<std::string>().c_str());
   std::printf("  weights      %s\n", b.weights_hash.c_str());
   return 0;

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "stx/engine/atomic_file.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
@@ -19,6 +21,7 @@ namespace stx::engine {
 namespace {
 
 constexpr uint64_t kMaxCardBytes = 256u << 10;
+constexpr uint64_t kMaxHeldOutBytes = 64u << 10;
 
 std::string read_card(const fs::path& folder) {
   const fs::path file = folder / "MODEL_CARD.md";
@@ -26,6 +29,23 @@ std::string read_card(const fs::path& folder) {
   if (!fs::is_regular_file(file, ec)) return {};
   const std::vector<uint8_t> bytes = read_file(file, kMaxCardBytes);
   return std::string(bytes.begin(), bytes.end());
+}
+
+// held_out.json: the model's bits/byte on every byte of its held-out data, which a training-time validation
+// (a few windows) can miss by far. Written beside a bundled model by its recipe. Untrusted like every file:
+// anything but an object with a finite, non-negative "bits_per_byte" is refused by name.
+std::optional<double> read_held_out(const fs::path& folder) {
+  const fs::path file = folder / "held_out.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  const std::vector<uint8_t> bytes = read_file(file, kMaxHeldOutBytes);
+  const nlohmann::json json = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  if (json.is_discarded()) throw Error(file.string() + ": not valid JSON");
+  const auto bits = json.is_object() ? json.find("bits_per_byte") : json.end();
+  if (!json.is_object() || bits == json.end() || !bits->is_number() || !std::isfinite(bits->get<double>()) ||
+      bits->get<double>() < 0.0)
+    throw Error(file.string() + ": expected an object with a non-negative number \"bits_per_byte\"");
+  return bits->get<double>();
 }
 
 ModelSummary summarize(const fs::path& folder, const CheckpointInfo& info, int64_t parameters) {
@@ -56,6 +76,10 @@ ModelSummary summarize(const fs::path& folder, const CheckpointInfo& info, int64
   if (info.training.is_object()) {
     const auto steps = info.training.find("steps");
     if (steps != info.training.end() && steps->is_number_integer()) s.steps_planned = steps->get<int64_t>();
+  }
+  if (const std::optional<double> held_out = read_held_out(folder)) {
+    s.bits_per_byte = held_out;
+    s.bits_per_byte_held_out = true;
   }
   s.card = read_card(folder);
   return s;

@@ -15,9 +15,12 @@ info=$("$stx" info --model "$model" --json)
 field() {  # a top-level value of `stx info --json` (indented 2): a string without its quotes, or a number
   printf '%s\n' "$info" | sed -n -e "s/^  \"$1\": \"\(.*\)\",\{0,1\}$/\1/p" -e "s/^  \"$1\": \([-0-9.e]*\),\{0,1\}$/\1/p" | head -1
 }
-quality_row() {  # the model's and a method's bits/byte from the quality JSON (jq-free: one row per method)
+quality_value() {  # a method's value of a field in the quality JSON, as written (jq-free: one row per method)
   cat "${quality[@]}" | tr -d '\n' | sed 's/}/}\n/g' | grep -F "\"method\": \"$1" | head -1 |
-    sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p" | { read -r x && printf '%.3f' "$x"; }
+    sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p"
+}
+quality_row() {  # the same, rounded for the card
+  quality_value "$1" "$2" | { read -r x && printf '%.3f' "$x"; }
 }
 steps=$(field training_steps); seconds=$(field training_seconds); params=$(field parameters)
 case $kind in
@@ -63,3 +66,13 @@ if [ -n "${CARD_HISTORY:-}" ]; then
 fi
 mv -f "$tmp" "$model/MODEL_CARD.md"
 echo "wrote $model/MODEL_CARD.md"
+
+# held_out.json: the figure `stx info` and the studio show for these weights instead of the few-window
+# validation of training (stx/engine/model_session.h).
+held_out_bytes=$(cat "${quality[@]}" | sed -n 's/^  "held_out_bytes": \([0-9]*\),$/\1/p' | head -1)
+tmp=$(mktemp "$model/.held_out.json.XXXXXX")
+printf '{\n  "bits_per_byte": %s,\n  "held_out_bytes": %s,\n  "measured_by": "stx-bench quality: every held-out byte, windows on their own"\n}\n' \
+  "$(quality_value "STX" bits_per_byte)" "$held_out_bytes" > "$tmp"
+sync "$tmp"
+mv -f "$tmp" "$model/held_out.json"
+echo "wrote $model/held_out.json"

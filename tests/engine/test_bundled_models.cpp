@@ -9,6 +9,7 @@
 #include "stx/engine/bundled_models.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
+#include "stx/engine/model_session.h"
 
 namespace {
 
@@ -48,6 +49,12 @@ TEST_P(BundledModel, IsFoundByNameLoadsAndMatchesItsCard) {
   ASSERT_TRUE(bundle.state.has_value());
   EXPECT_GT(bundle.state->step, 0);
   EXPECT_TRUE(std::isfinite(bundle.state->last_bits_per_byte));
+  // What the studio and `stx info` show is the figure measured on every held-out byte (held_out.json).
+  const ModelSummary summary = describe_model(*folder);
+  EXPECT_TRUE(summary.bits_per_byte_held_out);
+  ASSERT_TRUE(summary.bits_per_byte.has_value());
+  EXPECT_GT(*summary.bits_per_byte, 0.5);
+  EXPECT_LT(*summary.bits_per_byte, 8.0);
 
   // A trained model: on a short sequence its logits are finite and not uniform.
   at::NoGradGuard no_grad;

@@ -25,7 +25,9 @@ QString summary_line(const stx::engine::ModelSummary& s) {
   if (s.kind == "image") kind += QStringLiteral(" %1x%2x%3").arg(s.image_height).arg(s.image_width).arg(s.image_channels);
   parts << kind << pattern_text(s) << QObject::tr("context %1").arg(locale.toString(s.context))
         << QObject::tr("%1 parameters").arg(format_count(s.parameters));
-  if (s.bits_per_byte) parts << QObject::tr("%1 bits/byte").arg(*s.bits_per_byte, 0, 'f', 3);
+  if (s.bits_per_byte)
+    parts << (s.bits_per_byte_held_out ? QObject::tr("%1 bits/byte held-out") : QObject::tr("%1 bits/byte"))
+                 .arg(*s.bits_per_byte, 0, 'f', 3);
   return parts.join(QStringLiteral(" · "));
 }
 

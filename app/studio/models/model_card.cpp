@@ -69,7 +69,7 @@ ModelCard::ModelCard(QWidget* parent) : QWidget(parent) {
   context_ = addFact(tr("Context"), QStringLiteral("context"));
   shape_ = addFact(tr("Layers × heads × d_model"), QStringLiteral("shape"));
   steps_ = addFact(tr("Steps trained"), QStringLiteral("steps"));
-  bitsPerByte_ = addFact(tr("Best validation"), QStringLiteral("bitsPerByte"));
+  bitsPerByte_ = addFact(tr("Bits/byte"), QStringLiteral("bitsPerByte"));
   folder_ = path_field(QStringLiteral("folder"));
   facts_->addRow(tr("Folder"), folder_);
   checkpoint_ = path_field(QStringLiteral("checkpoint"));
@@ -176,8 +176,15 @@ void ModelCard::showEntry(const LibraryEntry& entry) {
   } else {
     steps_->setText(tr("none on record"));
   }
-  bitsPerByte_->setText(s.bits_per_byte ? tr("%1 bits/byte").arg(*s.bits_per_byte, 0, 'f', 3)
-                                        : tr("none on record"));
+  if (!s.bits_per_byte) {
+    bitsPerByte_->setText(tr("none on record"));
+  } else {
+    // Say where the figure comes from: a few validation windows during training can be far from the whole
+    // held-out set.
+    bitsPerByte_->setText((s.bits_per_byte_held_out ? tr("%1 on every held-out byte")
+                                                    : tr("%1 at the last validation during training"))
+                              .arg(*s.bits_per_byte, 0, 'f', 3));
+  }
 
   // A run folder resolves to its latest checkpoint: say which one the facts come from.
   const QString checkpoint = QString::fromStdString(s.folder.string());

@@ -21,7 +21,8 @@
 
 namespace stx::engine {
 
-// What a model card shows. Read from config.json, the header of model.safetensors and train_state.json.
+// What a model card shows. Read from config.json, the header of model.safetensors, train_state.json and,
+// when present, MODEL_CARD.md and held_out.json ({"bits_per_byte": x, ...}).
 struct ModelSummary {
   std::filesystem::path folder;  // the checkpoint folder (a run folder resolves to its latest checkpoint)
   std::string name;
@@ -35,7 +36,10 @@ struct ModelSummary {
   int64_t steps_trained = 0;     // 0 when the folder holds no train_state.json
   int64_t steps_planned = 0;     // the training recipe's total steps, 0 when unknown: a run stopped short of
                                  // it (steps_trained < steps_planned) can be resumed
-  std::optional<double> bits_per_byte;  // validation bits/byte of these weights (the latest on record)
+  // Bits/byte of these weights: the held-out figure when the folder has held_out.json (measured on every
+  // held-out byte, e.g. by `stx-bench quality`), else the latest validation during training.
+  std::optional<double> bits_per_byte;
+  bool bits_per_byte_held_out = false;  // bits_per_byte came from held_out.json
   std::string card;              // the text of MODEL_CARD.md beside config.json, when there is one
   std::string weights_hash;      // identifies the weights in exports; set by LoadedModel::open only
 };
