@@ -147,8 +147,8 @@ int run_info_command(const InfoOptions& o) {
   }
   if (b.training.contains("data")) card["training_data"] = b.training["data"];
   // held_out.json beside the weights: their bits/byte on every held-out byte (bundled models have one).
-  const engine::ModelSummary summary = engine::describe_model(b.folder);
-  if (summary.bits_per_byte_held_out) card["held_out_bits_per_byte"] = *summary.bits_per_byte;
+  const std::optional<double> held_out = engine::read_held_out_bits_per_byte(b.folder);
+  if (held_out) card["held_out_bits_per_byte"] = *held_out;
   if (o.json) {
     std::cout << card.dump(2) << "\n";
     return 0;
@@ -170,8 +170,7 @@ int run_info_command(const InfoOptions& o) {
   } else {
     std::printf("  training     (no training state in this folder)\n");
   }
-  if (summary.bits_per_byte_held_out)
-    std::printf("  held out     %.4f bits/byte on every held-out byte (held_out.json)\n", *summary.bits_per_byte);
+  if (held_out) std::printf("  held out     %.4f bits/byte on every held-out byte (held_out.json)\n", *held_out);
   if (b.training.contains("data")) std::printf("  trained on   %s\n", b.training["data"].get<std::string>().c_str());
   std::printf("  weights      %s\n", b.weights_hash.c_str());
   return 0;

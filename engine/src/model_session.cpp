@@ -31,23 +31,6 @@ std::string read_card(const fs::path& folder) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-// held_out.json: the model's bits/byte on every byte of its held-out data, which a training-time validation
-// (a few windows) can miss by far. Written beside a bundled model by its recipe. Untrusted like every file:
-// anything but an object with a finite, non-negative "bits_per_byte" is refused by name.
-std::optional<double> read_held_out(const fs::path& folder) {
-  const fs::path file = folder / "held_out.json";
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return std::nullopt;
-  const std::vector<uint8_t> bytes = read_file(file, kMaxHeldOutBytes);
-  const nlohmann::json json = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (json.is_discarded()) throw Error(file.string() + ": not valid JSON");
-  const auto bits = json.is_object() ? json.find("bits_per_byte") : json.end();
-  if (!json.is_object() || bits == json.end() || !bits->is_number() || !std::isfinite(bits->get<double>()) ||
-      bits->get<double>() < 0.0)
-    throw Error(file.string() + ": expected an object with a non-negative number \"bits_per_byte\"");
-  return bits->get<double>();
-}
-
 ModelSummary summarize(const fs::path& folder, const CheckpointInfo& info, int64_t parameters) {
   const models::ModelConfig& c = info.config;
   ModelSummary s;
@@ -77,7 +60,7 @@ ModelSummary summarize(const fs::path& folder, const CheckpointInfo& info, int64
     const auto steps = info.training.find("steps");
     if (steps != info.training.end() && steps->is_number_integer()) s.steps_planned = steps->get<int64_t>();
   }
-  if (const std::optional<double> held_out = read_held_out(folder)) {
+  if (const std::optional<double> held_out = read_held_out_bits_per_byte(folder)) {
     s.bits_per_byte = held_out;
     s.bits_per_byte_held_out = true;
   }
@@ -86,6 +69,20 @@ ModelSummary summarize(const fs::path& folder, const CheckpointInfo& info, int64
 }
 
 }  // namespace
+
+std::optional<double> read_held_out_bits_per_byte(const fs::path& folder) {
+  const fs::path file = folder / "held_out.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  const std::vector<uint8_t> bytes = read_file(file, kMaxHeldOutBytes);
+  const nlohmann::json json = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  if (json.is_discarded()) throw Error(file.string() + ": not valid JSON");
+  const auto bits = json.is_object() ? json.find("bits_per_byte") : json.end();
+  const double value = bits != json.end() && bits->is_number() ? bits->get<double>() : -1.0;
+  if (!std::isfinite(value) || value < 0.0)
+    throw Error(file.string() + ": expected an object with a non-negative number \"bits_per_byte\"");
+  return value;
+}
 
 ModelSummary describe_model(const fs::path& path) {
   const fs::path folder = resolve_checkpoint(path);

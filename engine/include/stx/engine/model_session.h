@@ -47,6 +47,12 @@ struct ModelSummary {
 // `path`: a checkpoint folder or a run folder. Throws Error naming the file and the reason.
 ModelSummary describe_model(const std::filesystem::path& path);
 
+// held_out.json in a checkpoint folder: these weights' bits/byte on every byte of their held-out data, which a
+// training-time validation of a few windows can miss by far (written beside each bundled model by its recipe).
+// nullopt when there is none; throws Error naming the file when it is not an object with a finite,
+// non-negative "bits_per_byte".
+std::optional<double> read_held_out_bits_per_byte(const std::filesystem::path& folder);
+
 class LoadedModel {
  public:
   // Loads the weights (checked as load_checkpoint checks them). Throws Error naming the file.
