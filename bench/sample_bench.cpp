@@ -30,13 +30,16 @@ struct SampleBenchOptions {
   double seconds_per_row = 1.0;
   int threads = 0;  // 0: every core
   bool dense = true;
+  // Both by default, timed one after the other at each position, so their ratio is measured side by side.
+  std::vector<std::string> kv_caches = {"float32", "float16"};
   std::string json_path;
 };
 
 struct Row {
-  std::string model, pattern;
+  std::string model, pattern, kv_cache;
   int64_t batch = 0, position = 0, parameters = 0;
   double tokens_per_s = 0, steps_per_s = 0;
+  double vs_float32 = 0;  // tokens/s against the float32 row just before it; 0 when there is none
 };
 
 // The small preset of each data kind, audio at the 65,536 context (5.5 s of 12 kHz audio) with the
@@ -60,9 +63,11 @@ std::vector<int64_t> positions_for(int64_t context) {
 }
 
 // Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context).
-Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds) {
+Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
+            const std::string& kv_cache) {
   const int64_t capacity = model->config().context;
-  models::IncrementalDecoder decoder(model, batch, capacity);
+  models::IncrementalDecoder decoder(model, batch, capacity,
+                                     kv_cache == "float16" ? kernels::DType::f16 : kernels::DType::f32);
   decoder.skip_to_for_timing(position);
   std::vector<int32_t> inputs(static_cast<size_t>(batch), 65);
   std::vector<float> logits(static_cast<size_t>(batch * 256));
@@ -89,8 +94,8 @@ void run(const SampleBenchOptions& o) {
   omp_set_num_threads(threads);
   std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
               "tokens/s counts every sample of the batch\n", threads);
-  std::printf("%-10s  %-8s  %9s  %5s  %8s  %10s  %9s\n", "model", "pattern", "params", "batch", "position",
-              "tokens/s", "steps/s");
+  std::printf("%-10s  %-8s  %9s  %-7s  %5s  %8s  %10s  %9s  %10s\n", "model", "pattern", "params", "kv", "batch",
+              "position", "tokens/s", "steps/s", "vs float32");
   std::vector<Row> rows;
   for (const std::string& name : o.models) {
     for (bool dense : {false, true}) {
@@ -101,15 +106,24 @@ void run(const SampleBenchOptions& o) {
       model->eval();
       for (int64_t batch : o.batches) {
         for (int64_t position : positions_for(config.context)) {
-          Row r = time_at(model, batch, position, o.seconds_per_row);
-          r.model = name;
-          r.pattern = kernels::to_string(config.pattern);
-          r.parameters = model->parameter_count();
-          std::printf("%-10s  %-8s  %9lld  %5lld  %8lld  %10.0f  %9.0f\n", r.model.c_str(), r.pattern.c_str(),
-                      static_cast<long long>(r.parameters), static_cast<long long>(r.batch),
-                      static_cast<long long>(r.position), r.tokens_per_s, r.steps_per_s);
-          std::fflush(stdout);
-          rows.push_back(r);
+          double float32_rate = 0;
+          for (const std::string& kv : o.kv_caches) {
+            Row r = time_at(model, batch, position, o.seconds_per_row, kv);
+            r.model = name;
+            r.pattern = kernels::to_string(config.pattern);
+            r.parameters = model->parameter_count();
+            r.kv_cache = kv;
+            if (kv == "float32") float32_rate = r.tokens_per_s;
+            else if (float32_rate > 0) r.vs_float32 = r.tokens_per_s / float32_rate;
+            char ratio[32] = "";
+            if (r.vs_float32 > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_float32);
+            std::printf("%-10s  %-8s  %9lld  %-7s  %5lld  %8lld  %10.0f  %9.0f  %10s\n", r.model.c_str(),
+                        r.pattern.c_str(), static_cast<long long>(r.parameters), kv.c_str(),
+                        static_cast<long long>(r.batch), static_cast<long long>(r.position), r.tokens_per_s,
+                        r.steps_per_s, ratio);
+            std::fflush(stdout);
+            rows.push_back(r);
+          }
         }
       }
     }
@@ -117,9 +131,11 @@ void run(const SampleBenchOptions& o) {
   if (o.json_path.empty()) return;
   nlohmann::json records = nlohmann::json::array();
   for (const Row& r : rows) {
-    records.push_back({{"model", r.model}, {"pattern", r.pattern}, {"position", r.position},
-                       {"tokens_per_s", r.tokens_per_s}, {"steps_per_s", r.steps_per_s}, {"batch", r.batch},
-                       {"parameters", r.parameters}, {"threads", threads}});
+    nlohmann::json record = {{"model", r.model},         {"pattern", r.pattern},         {"position", r.position},
+                             {"tokens_per_s", r.tokens_per_s}, {"steps_per_s", r.steps_per_s}, {"batch", r.batch},
+                             {"parameters", r.parameters}, {"threads", threads},         {"kv_cache", r.kv_cache}};
+    if (r.vs_float32 > 0) record["vs_float32"] = r.vs_float32;
+    records.push_back(record);
   }
   engine::write_file_atomic(o.json_path, records.dump(2) + "\n");
   std::printf("wrote %s\n", o.json_path.c_str());
@@ -150,6 +166,11 @@ void register_sample_command(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads (0: every core)")->check(CLI::Range(0, 1024))->capture_default_str();
   cmd->add_flag("!--no-dense", o->dense, "Skip the dense-pattern models");
+  cmd->add_option("--kv-cache", o->kv_caches,
+                  "KV cache types to time at each position, side by side: float32, float16 (comma list)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"float32", "float16"}))
+      ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
   cmd->callback([o] { run(*o); });
 }

@@ -34,6 +34,11 @@ void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
   c.add_option("--top-k", o.top_k, "sample among the k most likely bytes (0: all)")->capture_default_str();
   c.add_option("--top-p", o.top_p, "sample among the most likely bytes holding this probability (1: all)")
       ->capture_default_str();
+  c.add_option("--kv-cache", o.kv_cache,
+               "keys and values kept as float16 (half the memory, faster late in long audio) or float32 (the "
+               "forward pass's attention to float rounding)")
+      ->check(CLI::IsMember({"float16", "float32"}))
+      ->capture_default_str();
   c.add_flag("--force", o.force, "replace existing output files");
   c.add_flag("--quiet", o.quiet, "print only errors and the result");
 }
@@ -95,6 +100,7 @@ int run_sample_command(SampleCommandOptions& o) {
   request.count = o.count;
   request.settings = settings;
   request.seed = o.seed;
+  request.half_precision_cache = o.kv_cache == "float16";
   engine::ExportInfo info;
   info.model_name = c.name;
   info.model_hash = bundle.weights_hash;

@@ -25,6 +25,7 @@ struct SampleCommandOptions {
   double temperature = 1.0, top_p = 1.0;
   int top_k = 0;
   bool force = false, quiet = false;
+  std::string kv_cache = "float16";  // float16 or float32: SampleRequest::half_precision_cache
 };
 
 // Adds `sample` with its three subcommands; returns `sample`.

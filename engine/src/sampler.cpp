@@ -125,7 +125,8 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
   };
   emit(SampleStarted{result.seed, count, prompt, length});
 
-  models::IncrementalDecoder decoder(model, count, length);
+  models::IncrementalDecoder decoder(model, count, length,
+                                     request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32);
   if (request.probe_layer >= 0) decoder.set_probe(request.probe_layer, request.probe_head);
   std::vector<std::mt19937_64> rngs;
   for (int64_t k = 0; k < count; ++k) rngs.emplace_back(mix(result.seed ^ mix(static_cast<uint64_t>(k))));

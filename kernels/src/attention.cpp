@@ -193,6 +193,15 @@ void attention_decode(const DecodeParams& p_in) {
                    std::string(op) + ": give both k_window and v_window, or neither");
   STX_KERNEL_CHECK(p_in.k_window == nullptr || p_in.cache_columns > 0,
                    std::string(op) + ": a window cache needs cache_columns > 0");
+  if (p_in.device == Device::cpu) {
+    STX_KERNEL_CHECK(p_in.cache_dtype == DType::f32 || p_in.cache_dtype == DType::f16,
+                     std::string(op) + ": the CPU kernel takes float32 or float16 caches, got " +
+                         to_string(p_in.cache_dtype));
+  } else {
+    STX_KERNEL_CHECK(p_in.cache_dtype == p_in.dtype, std::string(op) + ": on CUDA the caches must be " +
+                                                         to_string(p_in.dtype) + " like q, got " +
+                                                         to_string(p_in.cache_dtype));
+  }
   for (int64_t h = 0; h < p_in.heads; ++h) validate(p_in.patterns[h]);
   DecodeParams p = p_in;
   p.scale = resolve_scale(p.scale, p.head_dim);
@@ -203,6 +212,26 @@ void attention_decode(const DecodeParams& p_in) {
     case CpuIsa::avx512: return detail::cpu_avx512::decode(p);
     case CpuIsa::avx2: return detail::cpu_avx2::decode(p);
     case CpuIsa::portable: return detail::cpu_portable::decode(p);
+  }
+}
+
+void convert_to_half(const float* src, uint16_t* dst, int64_t count) {
+  STX_KERNEL_CHECK(count >= 0, "convert_to_half: expected count >= 0, got " + str(count));
+  STX_KERNEL_CHECK(count == 0 || (src != nullptr && dst != nullptr), "convert_to_half: a pointer is null");
+  switch (active_cpu_isa()) {
+    case CpuIsa::avx512: return detail::cpu_avx512::to_half(src, dst, count);
+    case CpuIsa::avx2: return detail::cpu_avx2::to_half(src, dst, count);
+    case CpuIsa::portable: return detail::cpu_portable::to_half(src, dst, count);
+  }
+}
+
+void convert_from_half(const uint16_t* src, float* dst, int64_t count) {
+  STX_KERNEL_CHECK(count >= 0, "convert_from_half: expected count >= 0, got " + str(count));
+  STX_KERNEL_CHECK(count == 0 || (src != nullptr && dst != nullptr), "convert_from_half: a pointer is null");
+  switch (active_cpu_isa()) {
+    case CpuIsa::avx512: return detail::cpu_avx512::from_half(src, dst, count);
+    case CpuIsa::avx2: return detail::cpu_avx2::from_half(src, dst, count);
+    case CpuIsa::portable: return detail::cpu_portable::from_half(src, dst, count);
   }
 }
 

@@ -19,6 +19,8 @@ void check_device(const char* op, Device device, DType dtype);
   void decode(const DecodeParams& p);               \
   void gelu(const GeluParams& p, bool backward);    \
   void small_linear(const SmallLinearParams& p);    \
+  void to_half(const float* src, uint16_t* dst, int64_t count);   \
+  void from_half(const uint16_t* src, float* dst, int64_t count); \
   }
 STX_DECLARE_CPU_BACKEND(cpu_portable)
 STX_DECLARE_CPU_BACKEND(cpu_avx2)

@@ -54,15 +54,27 @@ void linear(const float* x, int64_t rows, const LinearWeights& layer, float* y) 
 
 }  // namespace
 
-void IncrementalDecoder::FreeCache::operator()(float* p) const { std::free(p); }
+void IncrementalDecoder::FreeCache::operator()(unsigned char* p) const { std::free(p); }
 
-IncrementalDecoder::CacheBuffer IncrementalDecoder::allocate_cache(size_t floats) {
+IncrementalDecoder::CacheBuffer IncrementalDecoder::allocate_cache(size_t bytes) {
   constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t bytes = (floats * sizeof(float) + kHugePage - 1) / kHugePage * kHugePage;
-  void* memory = std::aligned_alloc(kHugePage, bytes);
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
+  void* memory = std::aligned_alloc(kHugePage, rounded);
   if (memory == nullptr) throw std::bad_alloc();
-  (void)madvise(memory, bytes, MADV_HUGEPAGE);  // a hint: without it, or where refused, 4 KiB pages work too
-  return CacheBuffer(static_cast<float*>(memory));
+  (void)madvise(memory, rounded, MADV_HUGEPAGE);  // a hint: without it, or where refused, 4 KiB pages work too
+  return CacheBuffer(static_cast<unsigned char*>(memory));
+}
+
+int64_t IncrementalDecoder::row_bytes() const {
+  return config_.head_dim() * static_cast<int64_t>(kernels::dtype_size(cache_dtype_));
+}
+
+void IncrementalDecoder::store_row(const float* src, unsigned char* row) const {
+  if (cache_dtype_ == kernels::DType::f16) {
+    kernels::convert_to_half(src, reinterpret_cast<uint16_t*>(row), config_.head_dim());
+  } else {
+    std::memcpy(row, src, sizeof(float) * static_cast<size_t>(config_.head_dim()));
+  }
 }
 
 IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear& linear) {
@@ -78,9 +90,17 @@ IncrementalDecoder::Norm IncrementalDecoder::snapshot(const torch::nn::LayerNorm
   return Norm{to_floats(norm->weight), to_floats(norm->bias)};
 }
 
-IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity)
-    : config_(model->config()), batch_(batch), capacity_(capacity == 0 ? model->config().context : capacity) {
+IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity,
+                                       kernels::DType cache_dtype)
+    : config_(model->config()),
+      batch_(batch),
+      capacity_(capacity == 0 ? model->config().context : capacity),
+      cache_dtype_(cache_dtype) {
   if (batch < 1) throw std::invalid_argument("decoder: batch must be at least 1, got " + std::to_string(batch));
+  if (cache_dtype != kernels::DType::f32 && cache_dtype != kernels::DType::f16) {
+    throw std::invalid_argument(std::string("decoder: the KV cache holds float32 or float16, not ") +
+                                kernels::to_string(cache_dtype));
+  }
   if (capacity_ < 1 || capacity_ > config_.context) {
     throw std::invalid_argument("decoder: capacity must be in 1.." + std::to_string(config_.context) + ", got " +
                                 std::to_string(capacity));
@@ -105,9 +125,10 @@ IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, 
     });
     l.cache_columns = all_strided && l.patterns[0].stride > 1 ? l.patterns[0].stride : 0;
     l.cache_rows = kernels::cache_rows(capacity_, l.cache_columns);
-    const size_t cache = static_cast<size_t>(batch_ * l.cache_rows * d);
-    l.k_window.assign(static_cast<size_t>(batch_ * l.cache_columns * d), 0.0f);
-    l.v_window.assign(l.k_window.size(), 0.0f);
+    const auto value_bytes = static_cast<int64_t>(kernels::dtype_size(cache_dtype_));
+    const auto cache = static_cast<size_t>(batch_ * l.cache_rows * d * value_bytes);
+    l.k_window.assign(static_cast<size_t>(batch_ * l.cache_columns * d * value_bytes), 0);
+    l.v_window.assign(l.k_window.size(), 0);
     l.k_cache = allocate_cache(cache);
     l.v_cache = allocate_cache(cache);
     layers_.push_back(std::move(l));
@@ -145,16 +166,17 @@ void IncrementalDecoder::embed(const int32_t* input_tokens) {
 void IncrementalDecoder::attention(Layer& layer, int layer_index) {
   const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim();
   // qkv_ rows are [3, heads, head_dim]: append this position's keys and values to the caches.
+  const int64_t rb = row_bytes();
   for (int64_t b = 0; b < batch_; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t row = kernels::cache_row(position_, layer.cache_columns, capacity_);
-      const int64_t at = ((b * heads + h) * layer.cache_rows + row) * dh;
-      std::memcpy(layer.k_cache.get() + at, qkv_.data() + b * 3 * d + d + h * dh, sizeof(float) * dh);
-      std::memcpy(layer.v_cache.get() + at, qkv_.data() + b * 3 * d + 2 * d + h * dh, sizeof(float) * dh);
+      const int64_t at = ((b * heads + h) * layer.cache_rows + row) * rb;
+      store_row(qkv_.data() + b * 3 * d + d + h * dh, layer.k_cache.get() + at);
+      store_row(qkv_.data() + b * 3 * d + 2 * d + h * dh, layer.v_cache.get() + at);
       if (layer.cache_columns > 0) {
-        const int64_t slot = ((b * heads + h) * layer.cache_columns + position_ % layer.cache_columns) * dh;
-        std::memcpy(layer.k_window.data() + slot, qkv_.data() + b * 3 * d + d + h * dh, sizeof(float) * dh);
-        std::memcpy(layer.v_window.data() + slot, qkv_.data() + b * 3 * d + 2 * d + h * dh, sizeof(float) * dh);
+        const int64_t slot = ((b * heads + h) * layer.cache_columns + position_ % layer.cache_columns) * rb;
+        std::memcpy(layer.k_window.data() + slot, layer.k_cache.get() + at, static_cast<size_t>(rb));
+        std::memcpy(layer.v_window.data() + slot, layer.v_cache.get() + at, static_cast<size_t>(rb));
       }
     }
   }
@@ -180,6 +202,7 @@ void IncrementalDecoder::attention(Layer& layer, int layer_index) {
   p.capacity = capacity_;
   p.position = position_;
   p.patterns = layer.patterns.data();
+  p.cache_dtype = cache_dtype_;
   kernels::attention_decode(p);
   if (probing) {
     for (int64_t b = 0; b < batch_; ++b) {
@@ -225,16 +248,16 @@ void IncrementalDecoder::rewind(int64_t position) {
                             std::to_string(position_));
   }
   // The window rows of positions before `position` may hold later positions now: refill them from the cache.
-  const int64_t heads = config_.heads, dh = config_.head_dim();
+  const int64_t heads = config_.heads, rb = row_bytes();
   for (Layer& layer : layers_) {
     const int64_t l = layer.cache_columns;
     if (l == 0) continue;
     for (int64_t bh = 0; bh < batch_ * heads; ++bh) {
       for (int64_t j = std::max<int64_t>(0, position - l); j < position; ++j) {
-        const int64_t from = (bh * layer.cache_rows + kernels::cache_row(j, l, capacity_)) * dh;
-        const int64_t to = (bh * l + j % l) * dh;
-        std::copy_n(layer.k_cache.get() + from, dh, layer.k_window.data() + to);
-        std::copy_n(layer.v_cache.get() + from, dh, layer.v_window.data() + to);
+        const int64_t from = (bh * layer.cache_rows + kernels::cache_row(j, l, capacity_)) * rb;
+        const int64_t to = (bh * l + j % l) * rb;
+        std::copy_n(layer.k_cache.get() + from, rb, layer.k_window.data() + to);
+        std::copy_n(layer.v_cache.get() + from, rb, layer.v_window.data() + to);
       }
     }
   }
@@ -247,18 +270,19 @@ void IncrementalDecoder::skip_to_for_timing(int64_t position) {
     throw std::out_of_range("decoder: cannot skip to " + std::to_string(position) + " from " +
                             std::to_string(position_) + " with capacity " + std::to_string(capacity_));
   }
-  const int64_t heads = config_.heads, dh = config_.head_dim();
+  // Zero bytes are 0.0 in both cache types.
+  const int64_t heads = config_.heads, rb = row_bytes();
   for (Layer& layer : layers_) {
     for (int64_t bh = 0; bh < batch_ * heads; ++bh) {
       for (int64_t j = position_; j < position; ++j) {
         const int64_t row = kernels::cache_row(j, layer.cache_columns, capacity_);
-        const size_t at = static_cast<size_t>((bh * layer.cache_rows + row) * dh);
-        std::fill_n(layer.k_cache.get() + at, dh, 0.0f);
-        std::fill_n(layer.v_cache.get() + at, dh, 0.0f);
+        const auto at = static_cast<size_t>((bh * layer.cache_rows + row) * rb);
+        std::fill_n(layer.k_cache.get() + at, rb, 0);
+        std::fill_n(layer.v_cache.get() + at, rb, 0);
         if (layer.cache_columns > 0) {
-          const size_t slot = static_cast<size_t>((bh * layer.cache_columns + j % layer.cache_columns) * dh);
-          std::fill_n(layer.k_window.data() + slot, dh, 0.0f);
-          std::fill_n(layer.v_window.data() + slot, dh, 0.0f);
+          const auto slot = static_cast<size_t>((bh * layer.cache_columns + j % layer.cache_columns) * rb);
+          std::fill_n(layer.k_window.data() + slot, rb, 0);
+          std::fill_n(layer.v_window.data() + slot, rb, 0);
         }
       }
     }
@@ -294,11 +318,18 @@ void IncrementalDecoder::probe(int64_t sample, std::vector<int64_t>& positions, 
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   const float lse = probe_lse_[static_cast<size_t>(sample * config_.heads + probe_head_)];
   const float* q = probe_q_.data() + sample * dh;
-  const float* keys = layer.k_cache.get() + (sample * config_.heads + probe_head_) * layer.cache_rows * dh;
+  const int64_t rb = row_bytes();
+  const unsigned char* keys = layer.k_cache.get() + (sample * config_.heads + probe_head_) * layer.cache_rows * rb;
+  std::vector<float> k(static_cast<size_t>(dh));
   weights.reserve(positions.size());
   for (int64_t j : positions) {
     float s = 0.0f;
-    const float* k = keys + kernels::cache_row(j, layer.cache_columns, capacity_) * dh;
+    const unsigned char* row = keys + kernels::cache_row(j, layer.cache_columns, capacity_) * rb;
+    if (cache_dtype_ == kernels::DType::f16) {
+      kernels::convert_from_half(reinterpret_cast<const uint16_t*>(row), k.data(), dh);
+    } else {
+      std::memcpy(k.data(), row, static_cast<size_t>(rb));
+    }
     for (int64_t i = 0; i < dh; ++i) s += q[i] * k[i];
     weights.push_back(std::exp(scale * s - lse));
   }

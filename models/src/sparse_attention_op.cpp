@@ -226,6 +226,7 @@ at::Tensor sparse_attention_decode(const at::Tensor& q, const at::Tensor& k_cach
   p.capacity = k_cache.size(2);
   p.position = position;
   p.dtype = kernel_dtype(q);
+  p.cache_dtype = p.dtype;  // checked above: the caches have q's dtype
   p.device = scope.device;
   p.stream = scope.stream;
   p.patterns = patterns.data();

@@ -144,6 +144,19 @@ TEST(Sampler, AFixedSeedReproducesAndTheSeedUsedIsReported) {
   EXPECT_NE(first.samples[0], first.samples[1]);  // samples in a batch draw independently
   r.seed = first.seed + 1;
   EXPECT_NE(stx::engine::sample(model, r, nullptr).samples, first.samples);
+  // float32 caches (exact keys and values) reproduce too
+  r.half_precision_cache = false;
+  const SampleResult exact = stx::engine::sample(model, r, nullptr);
+  EXPECT_EQ(stx::engine::sample(model, r, nullptr).samples, exact.samples);
+}
+
+TEST(Sampler, BothCacheTypesCompleteTheOverfitImage) {
+  for (const bool half : {true, false}) {
+    SampleRequest r = request_for(64, 5, 2);
+    r.half_precision_cache = half;
+    const SampleResult out = stx::engine::sample(image_model(), r, nullptr);
+    for (const auto& s : out.samples) EXPECT_EQ(s, gradient_image()) << (half ? "float16" : "float32") << " cache";
+  }
 }
 
 TEST(Sampler, StreamedBytesAddUpToTheResult) {

@@ -466,6 +466,7 @@ TEST_P(CudaAttention, DecodeMatchesCpu) {
     p.k_stride = gk.strides;
     p.v_stride = gv.strides;
     p.dtype = dtype;
+    p.cache_dtype = dtype;
     p.device = Device::cuda;
     p.stream = stream_;
     attention_decode(p);

@@ -5,12 +5,16 @@
 // writes, so no item races another. Scores are kept in base 2: s2 = scale * log2(e) * q.k, so the
 // softmax uses exp2 and lse = ln(2) * (m2 + log2(l)).
 #include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>  // F16C conversions in simd.h's load_half and store_half
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "attention_impl.h"
@@ -545,9 +549,19 @@ void backward(const BackwardParams& p) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Decode: one query against the cache, visiting A(i) range by range with an online softmax.
+// Decode: one query against the cache, visiting A(i) range by range with an online softmax. The cache
+// holds C = float or uint16_t (IEEE half bits, DecodeParams::cache_dtype); q, out and the arithmetic are fp32.
 
-void decode(const DecodeParams& p) {
+namespace {
+
+inline const float* widen(const float* row, float*, int64_t) { return row; }
+inline const float* widen(const uint16_t* row, float* scratch, int64_t d) {
+  from_half(row, scratch, d);
+  return scratch;
+}
+
+template <class C>
+void decode_cache(const DecodeParams& p) {
   const int64_t D = p.head_dim, i = p.position;
   const float c = p.scale * kLog2e;
   const int64_t work = p.batch * p.heads;
@@ -566,20 +580,24 @@ void decode(const DecodeParams& p) {
   {
     std::vector<KeyRange> ranges;
     std::vector<float> acc(static_cast<size_t>(round_up(D, W)));
+    // A half row whose length is not whole vectors is widened here first, so that its ragged end goes
+    // through exactly the float path's arithmetic (the scalar tail would otherwise round differently).
+    std::vector<float> widened(static_cast<size_t>(D));
+    constexpr bool kHalf = std::is_same_v<C, uint16_t>;
     constexpr int64_t kChunk = 64;
     float scores[kChunk] = {};  // whole vectors are exponentiated below, past `count` too
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < work; ++bh) {
       const int64_t b = bh / p.heads, h = bh % p.heads;
       const float* q = static_cast<const float*>(p.q) + b * p.q_stride.batch + h * p.q_stride.head;
-      const float* kc = static_cast<const float*>(p.k_cache) + b * p.k_stride.batch + h * p.k_stride.head;
-      const float* vc = static_cast<const float*>(p.v_cache) + b * p.v_stride.batch + h * p.v_stride.head;
-      const float* kw = p.k_window ? static_cast<const float*>(p.k_window) + b * p.k_window_stride.batch +
-                                         h * p.k_window_stride.head
-                                   : nullptr;
-      const float* vw = p.v_window ? static_cast<const float*>(p.v_window) + b * p.v_window_stride.batch +
-                                         h * p.v_window_stride.head
-                                   : nullptr;
+      const C* kc = static_cast<const C*>(p.k_cache) + b * p.k_stride.batch + h * p.k_stride.head;
+      const C* vc = static_cast<const C*>(p.v_cache) + b * p.v_stride.batch + h * p.v_stride.head;
+      const C* kw = p.k_window ? static_cast<const C*>(p.k_window) + b * p.k_window_stride.batch +
+                                     h * p.k_window_stride.head
+                               : nullptr;
+      const C* vw = p.v_window ? static_cast<const C*>(p.v_window) + b * p.v_window_stride.batch +
+                                     h * p.v_window_stride.head
+                               : nullptr;
       // Where key j lies: the window for the last `columns` positions when there is one, else the cache.
       auto key_at = [&](int64_t j) {
         return kw && j > i - columns ? kw + slot_of(j) * p.k_window_stride.seq : kc + row_of(j) * p.k_stride.seq;
@@ -606,8 +624,8 @@ void decode(const DecodeParams& p) {
               for (int t = 0; t < W; ++t) {
                 vfloat dot = vfloat{};
                 if (t < n) {
-                  const float* k = key_at(chunk_keys[t0 + t]);
-                  for (int64_t d = 0; d < D; d += W) dot += load(q + d) * load(k + d);
+                  const C* k = key_at(chunk_keys[t0 + t]);
+                  for (int64_t d = 0; d < D; d += W) dot += load(q + d) * load_row(k + d);
                 }
                 dots[t] = dot;
               }
@@ -621,7 +639,7 @@ void decode(const DecodeParams& p) {
             }
           } else {
             for (int64_t t = 0; t < count; ++t) {
-              const float* k = key_at(chunk_keys[t]);
+              const float* k = widen(key_at(chunk_keys[t]), widened.data(), D);
               vfloat dot = vfloat{};
               int64_t d = 0;
               for (; d + W <= D; d += W) dot += load(q + d) * load(k + d);
@@ -639,7 +657,12 @@ void decode(const DecodeParams& p) {
           for (int64_t t = 0; t < count; ++t) {
             const float w = scores[t];
             l += w;
-            const float* v = value_at(chunk_keys[t]);
+            if (kHalf && D % W == 0) {
+              const C* v = value_at(chunk_keys[t]);
+              for (int64_t d = 0; d < D; d += W) store(acc.data() + d, load(acc.data() + d) + w * load_row(v + d));
+              continue;
+            }
+            const float* v = widen(value_at(chunk_keys[t]), widened.data(), D);
             int64_t d = 0;
             for (; d + W <= D; d += W) store(acc.data() + d, load(acc.data() + d) + w * load(v + d));
             for (; d < D; ++d) acc[d] += w * v[d];
@@ -661,6 +684,31 @@ void decode(const DecodeParams& p) {
       if (p.lse) p.lse[bh] = l > 0.0f ? kLn2 * (m + std::log2(l)) : kNegInf;
     }
   }
+}
+
+}  // namespace
+
+void decode(const DecodeParams& p) {
+  if (p.cache_dtype == DType::f16) return decode_cache<uint16_t>(p);
+  decode_cache<float>(p);
+}
+
+void to_half(const float* src, uint16_t* dst, int64_t count) {
+  const vfloat top = splat(65504.0f), bottom = splat(-65504.0f);
+  int64_t i = 0;
+  for (; i + W <= count; i += W) {
+    vfloat x = load(src + i);
+    x = x > top ? top : x;  // NaN compares false both times and stays NaN
+    x = x < bottom ? bottom : x;
+    store_half(dst + i, x);
+  }
+  for (; i < count; ++i) dst[i] = float_to_half(std::clamp(src[i], -65504.0f, 65504.0f));
+}
+
+void from_half(const uint16_t* src, float* dst, int64_t count) {
+  int64_t i = 0;
+  for (; i + W <= count; i += W) store(dst + i, load_half(src + i));
+  for (; i < count; ++i) dst[i] = half_to_float(src[i]);
 }
 
 }  // namespace stx::kernels::detail::STX_CPU_NAMESPACE

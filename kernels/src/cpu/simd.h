@@ -3,7 +3,7 @@
 // Include only after defining STX_VEC_BYTES (64, 32 or 16) and inside the backend's namespace.
 #pragma once
 
-// <cstdint> and <cstring> must be included by the includer, outside any namespace.
+// <cstdint>, <cstring> and <immintrin.h> must be included by the includer, outside any namespace.
 
 #ifndef STX_VEC_BYTES
 #error "define STX_VEC_BYTES before including simd.h"
@@ -31,6 +31,77 @@ inline vfloat splat(float x) {
   return vfloat{x, x, x, x};
 #endif
 }
+
+// IEEE half bits <-> float, one value, for the paths without F16C and for ragged ends. Rounds to nearest
+// even; the caller saturates first (see convert_to_half), so no finite input overflows here.
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu, bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // inf, NaN
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);  // rebias 15 -> 127
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal, mantissa * 2^-24: normalise
+    exponent = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t magnitude = x & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (magnitude >= 0x38800000u) {  // normal in half (>= 2^-14): round the low 13 bits, rebias 127 -> 15
+    const uint32_t rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
+    return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+  }
+  if (magnitude < 0x33000000u) return sign;  // below 2^-25: rounds to zero
+  // Subnormal in half: (1.m * 2^(e-127)) / 2^-24, rounded to nearest even.
+  const uint32_t e = magnitude >> 23, m = (magnitude & 0x7fffffu) | 0x800000u, shift = 126 - e;
+  uint32_t q = m >> shift;
+  const uint32_t rest = m & ((1u << shift) - 1), half_way = 1u << (shift - 1);
+  if (rest > half_way || (rest == half_way && (q & 1u))) ++q;
+  return static_cast<uint16_t>(sign | q);
+}
+
+// W halves to W floats, and back (nearest even). F16C where the build has it.
+inline vfloat load_half(const uint16_t* p) {
+#if STX_VEC_BYTES == 64
+  // The maskz forms with every lane set: the plain ones start from an "undefined" vector that GCC 12
+  // reports as maybe uninitialised.
+  return reinterpret_cast<vfloat>(
+      _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#elif STX_VEC_BYTES == 32
+  return reinterpret_cast<vfloat>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#else
+  return vfloat{half_to_float(p[0]), half_to_float(p[1]), half_to_float(p[2]), half_to_float(p[3])};
+#endif
+}
+inline void store_half(uint16_t* p, vfloat v) {
+#if STX_VEC_BYTES == 64
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                      _mm512_maskz_cvtps_ph(0xffff, reinterpret_cast<__m512>(v),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif STX_VEC_BYTES == 32
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm256_cvtps_ph(reinterpret_cast<__m256>(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+  for (int i = 0; i < W; ++i) p[i] = float_to_half(v[i]);
+#endif
+}
+// A cache row's W elements as floats, whichever of the two types the cache holds.
+inline vfloat load_row(const float* p) { return load(p); }
+inline vfloat load_row(const uint16_t* p) { return load_half(p); }
 
 inline float reduce_max(vfloat v) {
   float m = v[0];

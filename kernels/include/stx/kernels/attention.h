@@ -97,10 +97,20 @@ struct DecodeParams {
   Strides k_window_stride, v_window_stride;
   float scale = 0.0f;
   DType dtype = DType::f32;
+  // Element type of k_cache, v_cache and the windows. On the CPU, f32 or f16 (IEEE half, as written by
+  // convert_to_half) with dtype f32: a late step of a batch is bound by reading the attended keys and
+  // values, and halves read half the bytes. On CUDA it must equal dtype.
+  DType cache_dtype = DType::f32;
   Device device = Device::cpu;
   void* stream = nullptr;
   const HeadPattern* patterns = nullptr;  // [heads]
 };
+
+// IEEE half <-> float for the caches of DecodeParams::cache_dtype = f16, on the CPU. To half rounds to
+// nearest even and saturates at +-65504, so a large key never becomes inf (and a softmax NaN); NaN stays
+// NaN. Every CPU path gives the same bits.
+void convert_to_half(const float* src, uint16_t* dst, int64_t count);
+void convert_from_half(const uint16_t* src, float* dst, int64_t count);
 
 // Rows a column-ordered cache of `capacity` positions needs: whole columns of ceil(capacity / L) rows.
 inline int64_t cache_rows(int64_t capacity, int64_t columns) {

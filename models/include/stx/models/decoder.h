@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "stx/kernels/attention.h"
 #include "stx/kernels/pattern.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
@@ -29,11 +30,16 @@ class IncrementalDecoder {
  public:
   // Snapshot of `model`'s weights (any device or dtype; copied to fp32 CPU). batch >= 1 samples are
   // decoded together, each with its own KV cache of `capacity` positions (0: the model's context). The
-  // caches take 2 * layers * batch * capacity * d_model floats, touched only as positions are reached.
-  IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity = 0);
+  // caches take 2 * layers * batch * capacity * d_model values, touched only as positions are reached.
+  // cache_dtype f32 keeps the keys and values exactly; f16 stores them as IEEE halves: half the memory,
+  // and late steps of a batch, which are bound by reading the cache, run faster. Logits then differ from
+  // the forward pass by the rounding of k and v (about 1e-3 relative), the same for every run.
+  IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity = 0,
+                     kernels::DType cache_dtype = kernels::DType::f32);
 
   int64_t batch() const { return batch_; }
   int64_t capacity() const { return capacity_; }
+  kernels::DType cache_dtype() const { return cache_dtype_; }
   const ModelConfig& config() const { return config_; }
   // The position the next step() decodes.
   int64_t position() const { return position_; }
@@ -67,12 +73,12 @@ class IncrementalDecoder {
     std::vector<float> gamma, beta;
   };
   struct FreeCache {
-    void operator()(float* p) const;
+    void operator()(unsigned char* p) const;
   };
   // Huge-page backed where the system allows: the strided pattern reads keys l rows apart, a page or more
-  // each, and with 4 KiB pages nearly every key read was a TLB miss.
-  using CacheBuffer = std::unique_ptr<float[], FreeCache>;
-  static CacheBuffer allocate_cache(size_t floats);
+  // each, and with 4 KiB pages nearly every key read was a TLB miss. Bytes: rows of fp32 or fp16 values.
+  using CacheBuffer = std::unique_ptr<unsigned char[], FreeCache>;
+  static CacheBuffer allocate_cache(size_t bytes);
   struct Layer {
     Norm norm_attention, norm_ff;
     Linear qkv, attention_out, ff_in, ff_out;
@@ -82,8 +88,12 @@ class IncrementalDecoder {
     CacheBuffer k_cache, v_cache;  // [batch, heads, cache_rows, head_dim], left uninitialised
     // With cache_columns = l: the last l keys and values again, in natural order (row j mod l), so the band
     // before i is contiguous as well as the columns. [batch, heads, l, head_dim].
-    std::vector<float> k_window, v_window;
+    std::vector<unsigned char> k_window, v_window;
   };
+  // Writes head_dim floats into a cache row, converting when the cache holds halves.
+  void store_row(const float* src, unsigned char* row) const;
+  // Bytes of one (sample, head) row of head_dim values.
+  int64_t row_bytes() const;
 
   void embed(const int32_t* input_tokens);
   void attention(Layer& layer, int layer_index);
@@ -92,6 +102,7 @@ class IncrementalDecoder {
 
   ModelConfig config_;
   int64_t batch_ = 0, capacity_ = 0, position_ = 0;
+  kernels::DType cache_dtype_ = kernels::DType::f32;
   std::vector<float> token_embedding_;                 // [257, d]
   std::vector<std::vector<float>> position_tables_;    // per axis: [size, d]
   std::vector<Layer> layers_;
