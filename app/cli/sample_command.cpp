@@ -107,6 +107,7 @@ int run_sample_command(SampleCommandOptions& o) {
   info.temperature = o.temperature;
   info.top_k = o.top_k;
   info.top_p = o.top_p;
+  info.kv_cache = engine::kv_cache_name(request.half_precision_cache);
   info.prompt = "unconditional";
 
   if (o.kind == "image") {

@@ -467,6 +467,7 @@ QStringList AudioTab::exportTo(const QString& path, int rate, bool allSamples) {
   info.temperature = runSettings_.temperature;
   info.top_k = runSettings_.top_k;
   info.top_p = runSettings_.top_p;
+  info.kv_cache = stx::engine::kv_cache_name(stx::engine::SampleRequest{}.half_precision_cache);  // the studio's requests keep the default
   info.prompt = runPromptText_.toStdString();
   info.created = stx::engine::utc_timestamp_now();
   std::vector<int> which;

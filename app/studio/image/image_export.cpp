@@ -19,6 +19,7 @@ stx::engine::ExportInfo export_info(const stx::engine::ModelSummary& model, cons
   info.temperature = origin.settings.temperature;
   info.top_k = origin.settings.top_k;
   info.top_p = origin.settings.top_p;
+  info.kv_cache = stx::engine::kv_cache_name(stx::engine::SampleRequest{}.half_precision_cache);  // the studio's requests keep the default
   info.prompt = origin.prompt.toStdString();
   if (origin.promptRows > 0) info.prompt_rows_kept = origin.promptRows;
   info.sample_number = origin.sample;

@@ -46,6 +46,7 @@ PngText sample_fields(const ExportInfo& info) {
   fields.emplace_back("Temperature", number_text(info.temperature));
   fields.emplace_back("Top-k", std::to_string(info.top_k));
   fields.emplace_back("Top-p", number_text(info.top_p));
+  if (!info.kv_cache.empty()) fields.emplace_back("KV cache", info.kv_cache);
   if (info.prompt_rows_kept) fields.emplace_back("Prompt rows kept", std::to_string(*info.prompt_rows_kept));
   if (!info.prompt.empty()) fields.emplace_back("Prompt", prompt_text(info.prompt));
   return fields;

@@ -185,7 +185,9 @@ TEST_P(WavRates, WavHasTheRateOneChannel16BitPcmAndTheLength) {
 TEST_P(WavRates, MetadataReadsBackFromTheInfoChunk) {
   TempFolder folder;
   const std::vector<uint8_t> bytes = mulaw_of(sine(440, kSampleRate, 600));
-  write_wav(folder / "out.wav", bytes.data(), bytes.size(), GetParam(), sample_info());
+  ExportInfo info = sample_info();
+  info.kv_cache = "float32";
+  write_wav(folder / "out.wav", bytes.data(), bytes.size(), GetParam(), info);
 
   const WavFile wav = read_wav(folder / "out.wav");
   EXPECT_EQ(wav.title, "audio-small sample, seed 1234");
@@ -194,7 +196,7 @@ TEST_P(WavRates, MetadataReadsBackFromTheInfoChunk) {
   EXPECT_EQ(wav.date, "2024-05-01T12:34:56Z");
   EXPECT_EQ(wav.comment,
             "Model: audio-small; Model hash: sha256:0123abcd; Seed: 1234; Temperature: 0.9; Top-k: 40; "
-            "Top-p: 0.95; Prompt: clip intro.wav");
+            "Top-p: 0.95; KV cache: float32; Prompt: clip intro.wav");
 }
 
 INSTANTIATE_TEST_SUITE_P(Export, WavRates, ::testing::Values(12000, 44100, 48000));
@@ -349,6 +351,7 @@ TEST(Export, PngCarriesTheInfoAsTextChunksAndKeepsThePixels) {
   info.prompt_rows_kept = 4;
   info.sample_number = 3;
   info.sample_count = 4;
+  info.kv_cache = "float16";
   TempFolder folder;
 
   // when
@@ -364,6 +367,7 @@ TEST(Export, PngCarriesTheInfoAsTextChunksAndKeepsThePixels) {
                             {"Temperature", "0.9"},
                             {"Top-k", "40"},
                             {"Top-p", "0.95"},
+                            {"KV cache", "float16"},
                             {"Prompt rows kept", "4"},
                             {"Prompt", "cat.png"},
                             {"Creation Time", "2024-05-01T12:34:56Z"}};

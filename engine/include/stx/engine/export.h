@@ -34,6 +34,9 @@ struct ExportInfo {
   double temperature = 1.0;
   int top_k = 0;       // 0: off
   double top_p = 1.0;  // 1: off
+  // The KV cache's type, "float16" or "float32" (kv_cache_name): the sampled bytes depend on it, so a seed
+  // reproduces a sample only with the same type. Empty leaves it out.
+  std::string kv_cache;
   // How the sample began, in words: "unconditional", "clip intro.wav", the prompt text. Cut to
   // kMaxPromptMetadataBytes (ending in "...") and NULs made spaces: libsndfile 1.2 drops every INFO
   // string on reading once one of them is about 2 KB long.
@@ -51,7 +54,7 @@ struct ExportInfo {
 inline constexpr size_t kMaxPromptMetadataBytes = 1000;
 
 // The PNG tEXt pairs, in this order: Software, Model, Model hash, Seed, Sample, Temperature, Top-k, Top-p,
-// Prompt rows kept, Prompt, Creation Time. Numbers are written locale-independently ("0.9", never "0,9").
+// KV cache, Prompt rows kept, Prompt, Creation Time. Numbers are written locale-independently ("0.9", never "0,9").
 PngText export_png_text(const ExportInfo& info);
 
 // The WAV LIST/INFO strings, set through sf_set_string. Empty ones are not written.
