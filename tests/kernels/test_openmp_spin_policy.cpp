@@ -1,4 +1,4 @@
-// The programs' OpenMP spin policy (stx/kernels/openmp_spin_policy.h): this test binary starts like stx and
+// The programs' OpenMP spin policy and OpenBLAS kernel choice (stx/kernels/openmp_spin_policy.h): this test binary starts like stx and
 // stx-studio, and runs itself in a child with a chosen environment to see what the child's main() finds.
 #include <gtest/gtest.h>
 
@@ -26,16 +26,39 @@ std::string child_environment(const std::string& assignments) {
   return status == 0 ? out : "exit status " + std::to_string(status);
 }
 
+// What the child reports for OPENBLAS_CORETYPE when the user left it unset.
+std::string chosen_coretype() {
+  const char* c = stx::kernels::openblas_coretype_for_this_cpu();
+  return c ? c : "unset";
+}
+
 TEST(OpenMPSpinPolicy, ShortSpinsWhenTheUserChoseNothing) {
-  EXPECT_EQ(child_environment(""), "GOMP_SPINCOUNT=3000 OMP_WAIT_POLICY=unset\n");
+  EXPECT_EQ(child_environment(""),
+            "GOMP_SPINCOUNT=3000 OMP_WAIT_POLICY=unset OPENBLAS_CORETYPE=" + chosen_coretype() + "\n");
 }
 
 TEST(OpenMPSpinPolicy, TheUsersSpinCountIsKept) {
-  EXPECT_EQ(child_environment("GOMP_SPINCOUNT=300000"), "GOMP_SPINCOUNT=300000 OMP_WAIT_POLICY=unset\n");
+  EXPECT_EQ(child_environment("GOMP_SPINCOUNT=300000"),
+            "GOMP_SPINCOUNT=300000 OMP_WAIT_POLICY=unset OPENBLAS_CORETYPE=" + chosen_coretype() + "\n");
 }
 
 TEST(OpenMPSpinPolicy, TheUsersWaitPolicyIsKeptAndNoSpinCountAdded) {
-  EXPECT_EQ(child_environment("OMP_WAIT_POLICY=ACTIVE"), "GOMP_SPINCOUNT=unset OMP_WAIT_POLICY=ACTIVE\n");
+  EXPECT_EQ(child_environment("OMP_WAIT_POLICY=ACTIVE"),
+            "GOMP_SPINCOUNT=unset OMP_WAIT_POLICY=ACTIVE OPENBLAS_CORETYPE=" + chosen_coretype() + "\n");
+}
+
+TEST(OpenBlasCoretype, SkylakeXExactlyOnProcessorsWithAvx512) {
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512cd");
+  EXPECT_EQ(chosen_coretype(), avx512 ? "SkylakeX" : "unset");
+}
+
+TEST(OpenBlasCoretype, TheUsersChoiceIsKept) {
+  EXPECT_EQ(child_environment("OPENBLAS_CORETYPE=Haswell"),
+            "GOMP_SPINCOUNT=3000 OMP_WAIT_POLICY=unset OPENBLAS_CORETYPE=Haswell\n");
+  EXPECT_EQ(child_environment("OPENBLAS_CORETYPE=Haswell GOMP_SPINCOUNT=5"),
+            "GOMP_SPINCOUNT=5 OMP_WAIT_POLICY=unset OPENBLAS_CORETYPE=Haswell\n");  // nothing to set: no restart
 }
 
 }  // namespace
@@ -45,7 +68,9 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], kReport) == 0) {
     const char* spins = std::getenv("GOMP_SPINCOUNT");
     const char* policy = std::getenv("OMP_WAIT_POLICY");
-    std::printf("GOMP_SPINCOUNT=%s OMP_WAIT_POLICY=%s\n", spins ? spins : "unset", policy ? policy : "unset");
+    const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+    std::printf("GOMP_SPINCOUNT=%s OMP_WAIT_POLICY=%s OPENBLAS_CORETYPE=%s\n", spins ? spins : "unset",
+                policy ? policy : "unset", coretype ? coretype : "unset");
     return 0;
   }
   testing::InitGoogleTest(&argc, argv);

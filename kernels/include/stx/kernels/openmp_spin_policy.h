@@ -15,8 +15,23 @@
 // it sets GOMP_SPINCOUNT=3000 and executes the same program again with the same arguments (once: the
 // second start finds the variable). If that exec fails the program goes on with OpenMP's defaults.
 
+//
+// The same restart sets OPENBLAS_CORETYPE=SkylakeX when the user did not set it and the processor has
+// AVX-512 (F, CD, BW, DQ, VL). LibTorch's matrix products go through OpenBLAS, which picks its kernels
+// by processor model in its own initialiser, and Debian 12's OpenBLAS (0.3.21) does not know recent AMD
+// processors: on a Zen 5 it chose its Haswell (AVX2) kernels, 211 against 347 GFLOP/s for a 2048^3
+// sgemm, and a training step of the strided benchmark model at 12,288 took 1955 and 1801 ms against 1217
+// and 1218 ms with SkylakeX, alternating (docs/benchmarks.md). For fp32 the SkylakeX kernels are what OpenBLAS runs on every AVX-512 processor
+// it does know, so the choice is the same there. A build of OpenBLAS without run-time kernel selection
+// ignores the variable.
+
 namespace stx::kernels {
 
+// Call first thing in main(); returns only when nothing needed a restart or the restart failed.
 void restart_with_short_openmp_spins(char** argv);
+
+// The OpenBLAS kernel set the restart asks for on this processor: "SkylakeX" with AVX-512, else null
+// (OpenBLAS's own choice stands). Exposed for tests.
+const char* openblas_coretype_for_this_cpu();
 
 }  // namespace stx::kernels
