@@ -77,6 +77,14 @@ void IncrementalDecoder::store_row(const float* src, unsigned char* row) const {
   }
 }
 
+void IncrementalDecoder::load_row(const unsigned char* row, float* dst) const {
+  if (cache_dtype_ == kernels::DType::f16) {
+    kernels::convert_from_half(reinterpret_cast<const uint16_t*>(row), dst, config_.head_dim());
+  } else {
+    std::memcpy(dst, row, sizeof(float) * static_cast<size_t>(config_.head_dim()));
+  }
+}
+
 IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear& linear) {
   Linear l;
   l.in = linear->weight.size(1);
@@ -125,9 +133,8 @@ IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, 
     });
     l.cache_columns = all_strided && l.patterns[0].stride > 1 ? l.patterns[0].stride : 0;
     l.cache_rows = kernels::cache_rows(capacity_, l.cache_columns);
-    const auto value_bytes = static_cast<int64_t>(kernels::dtype_size(cache_dtype_));
-    const auto cache = static_cast<size_t>(batch_ * l.cache_rows * d * value_bytes);
-    l.k_window.assign(static_cast<size_t>(batch_ * l.cache_columns * d * value_bytes), 0);
+    const auto cache = static_cast<size_t>(batch_ * config_.heads * l.cache_rows * row_bytes());
+    l.k_window.assign(static_cast<size_t>(batch_ * config_.heads * l.cache_columns * row_bytes()), 0);
     l.v_window.assign(l.k_window.size(), 0);
     l.k_cache = allocate_cache(cache);
     l.v_cache = allocate_cache(cache);
@@ -166,10 +173,9 @@ void IncrementalDecoder::embed(const int32_t* input_tokens) {
 void IncrementalDecoder::attention(Layer& layer, int layer_index) {
   const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim();
   // qkv_ rows are [3, heads, head_dim]: append this position's keys and values to the caches.
-  const int64_t rb = row_bytes();
+  const int64_t rb = row_bytes(), row = kernels::cache_row(position_, layer.cache_columns, capacity_);
   for (int64_t b = 0; b < batch_; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
-      const int64_t row = kernels::cache_row(position_, layer.cache_columns, capacity_);
       const int64_t at = ((b * heads + h) * layer.cache_rows + row) * rb;
       store_row(qkv_.data() + b * 3 * d + d + h * dh, layer.k_cache.get() + at);
       store_row(qkv_.data() + b * 3 * d + 2 * d + h * dh, layer.v_cache.get() + at);
@@ -324,12 +330,7 @@ void IncrementalDecoder::probe(int64_t sample, std::vector<int64_t>& positions, 
   weights.reserve(positions.size());
   for (int64_t j : positions) {
     float s = 0.0f;
-    const unsigned char* row = keys + kernels::cache_row(j, layer.cache_columns, capacity_) * rb;
-    if (cache_dtype_ == kernels::DType::f16) {
-      kernels::convert_from_half(reinterpret_cast<const uint16_t*>(row), k.data(), dh);
-    } else {
-      std::memcpy(k.data(), row, static_cast<size_t>(rb));
-    }
+    load_row(keys + kernels::cache_row(j, layer.cache_columns, capacity_) * rb, k.data());
     for (int64_t i = 0; i < dh; ++i) s += q[i] * k[i];
     weights.push_back(std::exp(scale * s - lse));
   }

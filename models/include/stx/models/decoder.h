@@ -90,8 +90,9 @@ class IncrementalDecoder {
     // before i is contiguous as well as the columns. [batch, heads, l, head_dim].
     std::vector<unsigned char> k_window, v_window;
   };
-  // Writes head_dim floats into a cache row, converting when the cache holds halves.
+  // Writes head_dim floats into a cache row, and reads one back, converting when the cache holds halves.
   void store_row(const float* src, unsigned char* row) const;
+  void load_row(const unsigned char* row, float* dst) const;
   // Bytes of one (sample, head) row of head_dim values.
   int64_t row_bytes() const;
 
