@@ -586,6 +586,18 @@ void decode_cache(const DecodeParams& p) {
     constexpr bool kHalf = std::is_same_v<C, uint16_t>;
     constexpr int64_t kChunk = 64;
     float scores[kChunk] = {};  // whole vectors are exponentiated below, past `count` too
+    // When a step reads more rows than stay in a core's L2 between steps (a batch, or one sample far into
+    // a long context: the strided set's rows are read once per l steps), they come from L3 or DRAM one
+    // after another as the dot products reach them. Asking for each row as its key is gathered puts a
+    // chunk's misses in flight together. Below that size the rows are in L2 already and the requests only
+    // cost instructions (tokens/s in docs/benchmarks.md, "Prefetching the decode rows").
+    const int64_t row_bytes = D * static_cast<int64_t>(sizeof(C));
+    const bool prefetch = work * attended_count(p.patterns[0], i) * 2 * row_bytes > (int64_t{256} << 10);
+    auto prefetch_row = [row_bytes](const C* row) {  // into L2: a chunk's rows would crowd L1
+      const char* first = reinterpret_cast<const char*>(row);
+      for (int64_t offset = 0; offset < row_bytes; offset += 64) __builtin_prefetch(first + offset, 0, 2);
+      __builtin_prefetch(first + row_bytes - 1, 0, 2);
+    };
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < work; ++bh) {
       const int64_t b = bh / p.heads, h = bh % p.heads;
@@ -672,6 +684,10 @@ void decode_cache(const DecodeParams& p) {
       };
       for (const KeyRange& range : ranges) {
         for (int64_t j = range.first; j <= range.last; ++j) {
+          if (prefetch) {
+            prefetch_row(key_at(j));
+            prefetch_row(value_at(j));
+          }
           chunk_keys[count++] = j;
           if (count == kChunk) process_chunk();
         }
