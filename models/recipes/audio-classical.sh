@@ -5,6 +5,11 @@
 # Every piece is rendered by FluidSynth with the FluidR3 General MIDI sound font at 12 kHz, once per
 # instrument (piano, harpsichord, church organ, string ensemble) and transposition (0, -2, +3 semitones):
 # the MIDI is rewritten with midicsv/csvmidi, every channel but the drums set to the instrument and shifted.
+# Each rendering is played with its own touch: every note's velocity is scaled by a factor drawn in
+# [0.75, 1.25] (a pseudo-random stream seeded by the piece, instrument and transposition, so the corpus stays
+# deterministic). A synthesizer renders a repeated note of the same instrument and velocity sample for sample,
+# which no performance does; without this, a stream compressor copies whole phrases and a model is scored
+# against the synthesizer's determinism rather than the music (docs/model-quality.md).
 # Whole pieces are held out: the renderings of a held-out piece go to validation/, the rest to train/
 # (`stx train` and `stx eval` use a folder's train/ and validation/ subfolders as its split).
 #
@@ -49,10 +54,15 @@ render() {  # render MIDI STEM NAME PROGRAM SEMITONES
   case "$held_out" in *" $stem "*) split=validation ;; esac
   local csv="$work/$stem-$name-$shift.csv" mid="$work/$stem-$name-$shift.mid"
   local wav="$out/$split/$stem-$name-t$shift.wav"
-  midicsv "$midi" | awk -F', ' -v OFS=', ' -v program="$program" -v shift="$shift" '
+  local touch_seed
+  touch_seed=$(printf '%s' "$stem-$name-$shift" | cksum | cut -d' ' -f1)
+  midicsv "$midi" | awk -F', ' -v OFS=', ' -v program="$program" -v shift="$shift" -v seed="$touch_seed" '
+    BEGIN { srand(seed % 2147483647) }
     $3 == "Program_c" && $4 != 9 { $5 = program }
     ($3 == "Note_on_c" || $3 == "Note_off_c") && $4 != 9 {
       n = $5 + shift; if (n < 0) n = 0; if (n > 127) n = 127; $5 = n }
+    $3 == "Note_on_c" && $4 != 9 && $6 > 0 {
+      v = int($6 * (0.75 + 0.5 * rand()) + 0.5); if (v < 1) v = 1; if (v > 127) v = 127; $6 = v }
     { print }
     $3 == "Start_track" && !done { for (c = 0; c < 16; c++) if (c != 9) print $1, 0, "Program_c", c, program; done = 1 }
   ' > "$csv"
