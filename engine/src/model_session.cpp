@@ -59,6 +59,10 @@ ModelSummary summarize(const fs::path& folder, const CheckpointInfo& info, int64
   if (info.training.is_object()) {
     const auto steps = info.training.find("steps");
     if (steps != info.training.end() && steps->is_number_integer()) s.steps_planned = steps->get<int64_t>();
+    const auto batch = info.training.find("batch");
+    if (batch != info.training.end() && batch->is_number_integer() && batch->get<int64_t>() > 0) {
+      s.batch_trained = batch->get<int64_t>();
+    }
   }
   if (const std::optional<double> held_out = read_held_out_bits_per_byte(folder)) {
     s.bits_per_byte = held_out;

@@ -24,6 +24,7 @@
 #include "stx/engine/error.h"
 #include "stx/engine/evaluate.h"
 #include "stx/engine/model_data.h"
+#include "stx/engine/training_memory.h"
 
 namespace stx::engine {
 namespace fs = std::filesystem;
@@ -135,6 +136,10 @@ void prepare(Run& run, const EventSink& sink) {
     throw Error(o.out.string() + " already holds a training run; use --resume " + o.out.string() +
                 " to continue it, or choose another --out");
   }
+  // Before anything large is allocated: a step that cannot fit is refused with its size, rather than ended
+  // part-way by the kernel's OOM killer.
+  const int64_t world = std::max<int64_t>(1, o.distributed.world_size);
+  check_training_memory(run.config, std::max<int64_t>(1, o.batch / o.accumulation / world));
   run.recipe = recipe_to_json(o);
   run.state.world_size = o.distributed.world_size;
 

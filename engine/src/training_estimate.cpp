@@ -8,6 +8,7 @@
 
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
+#include "stx/engine/training_memory.h"
 
 namespace stx::engine {
 
@@ -36,6 +37,10 @@ TrainingEstimate estimate_training(const TrainOptions& options, int measure_step
   checked.model = config;
   checked.validate();
 
+  // The micro-batch is what one forward pass holds; accumulation repeats it.
+  const int64_t micro_batch = std::max<int64_t>(1, options.batch / std::max<int64_t>(1, options.accumulation));
+  check_training_memory(config, micro_batch);  // measuring a step that cannot fit would end the process
+
   TrainingEstimate estimate;
   const uint64_t peak_before = peak_resident_bytes();
   at::manual_seed(options.seed);
@@ -43,8 +48,6 @@ TrainingEstimate estimate_training(const TrainOptions& options, int measure_step
   model->train();
   estimate.parameters = model->parameter_count();
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(options.learning_rate));
-  // The micro-batch is what one forward pass holds; accumulation repeats it.
-  const int64_t micro_batch = std::max<int64_t>(1, options.batch / std::max<int64_t>(1, options.accumulation));
   const at::Tensor bytes = at::randint(0, 256, {micro_batch, config.context}, at::kLong);
   auto step = [&] {
     optimizer.zero_grad();

@@ -97,6 +97,50 @@ TEST(Cli, TrainInfoEvalOnATinyRun) {
   EXPECT_EQ(stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "run")).state->step, 10);
 }
 
+// A fine-tune starts from the recipe the model was trained with, not from the option defaults (batch 8,
+// 1000 steps), and the options given change it. The bundled audio model at the default batch would need
+// about 40 GB.
+TEST(Cli, InitFromStartsFromTheModelsRecipe) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  const std::string base = (tmp / "base").string();
+  Result r = stx(tmp, "train --config " + write_config(tmp).string() + " --data " + data.string() + " --out " +
+                          base + " --steps 4 --batch 3 --quiet");
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  r = stx(tmp, "train --init-from " + base + " --data " + data.string() + " --out " + (tmp / "tuned").string() +
+                   " --quiet");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json recipe = stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "tuned")).training;
+  EXPECT_EQ(recipe["batch"], 3);
+  EXPECT_EQ(recipe["steps"], 4);
+  EXPECT_EQ(recipe["warmup_steps"], 2);
+  EXPECT_DOUBLE_EQ(recipe["learning_rate"].get<double>(), 3e-3);
+
+  r = stx(tmp, "train --init-from " + base + " --data " + data.string() + " --out " + (tmp / "changed").string() +
+                   " --batch 2 --steps 3 --lr 0.001 --quiet");
+  ASSERT_EQ(r.status, 0) << r.err;
+  recipe = stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "changed")).training;
+  EXPECT_EQ(recipe["batch"], 2);
+  EXPECT_EQ(recipe["steps"], 3);
+  EXPECT_DOUBLE_EQ(recipe["learning_rate"].get<double>(), 1e-3);
+
+  // A fine-tune too large for the machine is refused before anything is written, saying what it needs.
+  r = stx(tmp, "train --init-from " + base + " --data " + data.string() + " --out " + (tmp / "huge").string() +
+                   " --batch 65536 --context 1000000");
+  EXPECT_EQ(r.status, 2) << r.err;  // --context cannot change when fine-tuning: a usage error
+  nlohmann::json config = stx::models::to_json(stx::test::tiny_text_config(1 << 20));
+  config["attention"]["stride"] = 1024;
+  const fs::path big = tmp / "big.json";
+  std::ofstream(big) << config.dump(2);
+  r = stx(tmp, "train --config " + big.string() + " --data " + data.string() + " --out " + (tmp / "huge").string() +
+                   " --batch 65536");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("needs about"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "huge" / "latest.json"));
+}
+
 TEST(Cli, SampleTextStreamsWritesNumberedFilesAndReproducesItsSeed) {
   stx::test::TempFolder tmp;
   const fs::path data = stx::test::make_text_corpus(tmp / "data");

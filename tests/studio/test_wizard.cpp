@@ -6,6 +6,8 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QImage>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -112,6 +114,7 @@ class WizardTest : public QObject {
   void imageAndAudioFoldersShowPreviews();
   void fineTuneEndToEnd();
   void presetEstimateCanBeCancelled();
+  void baseModelBringsItsTrainingBatch();
   void imageRunShowsImageSamples();
   void cancelDuringRunKeepsCheckpoint();
   void resumeOfferResumesAndClosingKeepsCheckpoint();
@@ -355,6 +358,32 @@ void WizardTest::presetEstimateCanBeCancelled() {
   const stx::engine::TrainOptions options = wizard.trainOptions();
   QCOMPARE(options.model.context, int64_t(1024));
   QVERIFY(!options.init_from.has_value());
+}
+
+// A base model's context was chosen to fit its training batch in memory, so fine-tuning starts from that
+// batch: the bundled audio model (65,536 samples, one a step) would need about 40 GB at the default 8.
+void WizardTest::baseModelBringsItsTrainingBatch() {
+  QFile config(QDir(tinyModel_).filePath(QStringLiteral("config.json")));
+  QVERIFY(config.open(QIODevice::ReadOnly));
+  QJsonObject json = QJsonDocument::fromJson(config.readAll()).object();
+  config.close();
+  json[QStringLiteral("training")] = QJsonObject{{QStringLiteral("batch"), 3}};
+  QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+  config.write(QJsonDocument(json).toJson());
+  config.close();
+
+  TrainWizard wizard(&context_);
+  wizard.show();
+  wizard.dataPage()->setKind(QStringLiteral("text"));
+  wizard.dataPage()->setFolder(data_);
+  QVERIFY(wait_until([&] { return wizard.dataPage()->scanUpToDate(); }));
+  wizard.next();
+  wizard.baseModelPage()->chooseBaseModel(tinyModel_);
+  wizard.next();
+  SettingsPage* settings = wizard.settingsPage();
+  QCOMPARE(settings->batchSpin()->value(), 3);
+  QVERIFY(wait_until([&] { return !settings->estimating(); }, 60000));
+  QCOMPARE(wizard.trainOptions().batch, int64_t(3));
 }
 
 void WizardTest::imageRunShowsImageSamples() {

@@ -194,6 +194,9 @@ void SettingsPage::initializePage() {
       contextNote_->setText(tr("fixed by the model being fine-tuned"));
       steps_->setValue(500);
       learningRate_->setValue(1e-4);  // gentler: the weights already know the kind of data
+      // The batch the model was trained with fits its context in memory; the default 8 would not for the
+      // bundled audio model (65,536 samples, one a step: about 43 GB at 8).
+      batch_->setValue(entry.summary.batch_trained > 0 ? static_cast<int>(entry.summary.batch_trained) : 8);
     } else {
       const stx::models::ModelConfig config = stx::models::preset(preset.toStdString());
       if (kind == QLatin1String("image")) {

@@ -36,6 +36,8 @@ struct ModelSummary {
   int64_t steps_trained = 0;     // 0 when the folder holds no train_state.json
   int64_t steps_planned = 0;     // the training recipe's total steps, 0 when unknown: a run stopped short of
                                  // it (steps_trained < steps_planned) can be resumed
+  int64_t batch_trained = 0;     // the recipe's batch (sequences per step), 0 when unknown: where a fine-tune
+                                 // starts, since the model's context was chosen to fit it
   // Bits/byte of these weights: the held-out figure when the folder has held_out.json (measured on every
   // held-out byte, e.g. by `stx-bench quality`), else the latest validation during training.
   std::optional<double> bits_per_byte;
