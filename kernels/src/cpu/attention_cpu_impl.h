@@ -560,8 +560,99 @@ inline const float* widen(const uint16_t* row, float* scratch, int64_t d) {
   return scratch;
 }
 
+// One (sample, head) of a decode step whose head row is NV whole vectors (head_dim 48 or 64 with AVX2,
+// up to 128 with AVX-512), the usual case: q and the running output stay in registers for the whole of
+// A(i), and each key's two cache rows are located once, as the key is gathered. The general path below
+// keeps the output in memory and finds every row again for the dot product and for the value, and the
+// store-to-load chain through the output bounded it at about 100 cycles a key; here a key costs its
+// loads and FMAs (docs/benchmarks.md, "Decode kernel with the output in registers").
+template <class C, int NV, class Locate>
+void decode_row_in_registers(const float* q, float c, const std::vector<KeyRange>& ranges, const Locate locate,
+                             bool prefetch, int64_t row_bytes, float* out, float* lse) {
+  constexpr int64_t kChunk = 64;
+  vfloat qv[NV], acc[NV];
+#pragma GCC unroll 16
+  for (int v = 0; v < NV; ++v) {
+    qv[v] = load(q + v * W);
+    acc[v] = vfloat{};
+  }
+  const C* keys[kChunk];
+  const C* values[kChunk];
+  alignas(64) float scores[kChunk] = {};  // whole vectors are exponentiated, past `count` too
+  float m = kNegInf, l = 0.0f;
+  int64_t count = 0;
+  auto flush = [&] {
+    float chunk_max = kNegInf;
+    for (int64_t t0 = 0; t0 < count; t0 += W) {
+      const int64_t n = std::min<int64_t>(W, count - t0);
+      // W keys' partial dot products as W vectors, then one transpose sums each into one lane.
+      vfloat dots[W];
+#pragma GCC unroll 16
+      for (int t = 0; t < W; ++t) {
+        vfloat dot = vfloat{};
+        if (t < n) {
+          const C* k = keys[t0 + t];
+#pragma GCC unroll 16
+          for (int v = 0; v < NV; ++v) dot += qv[v] * load_row(k + v * W);
+        }
+        dots[t] = dot;
+      }
+      transpose_tile(dots);
+      vfloat sum = dots[0];
+#pragma GCC unroll 16
+      for (int t = 1; t < W; ++t) sum += dots[t];
+      sum *= c;
+      store(scores + t0, sum);
+      for (int64_t t = 0; t < n; ++t) chunk_max = std::max(chunk_max, sum[t]);
+    }
+    const float m_new = std::max(m, chunk_max);
+    const float alpha = m == kNegInf ? 0.0f : std::exp2(m - m_new);
+    l *= alpha;
+    const vfloat alpha_v = splat(alpha);
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) acc[v] *= alpha_v;
+    for (int64_t t = 0; t < count; t += W) store(scores + t, exp2v(load(scores + t) - m_new));
+    for (int64_t t = 0; t < count; ++t) {
+      const float w = scores[t];
+      l += w;
+      const vfloat wv = splat(w);
+      const C* value = values[t];
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) acc[v] += wv * load_row(value + v * W);
+    }
+    m = m_new;
+    count = 0;
+  };
+  auto prefetch_row = [row_bytes](const C* row) {  // into L2, each 64-byte line of the row once
+    const auto first = reinterpret_cast<uintptr_t>(row) & ~uintptr_t{63};
+    const auto last = reinterpret_cast<uintptr_t>(row) + static_cast<uintptr_t>(row_bytes) - 1;
+    for (uintptr_t line = first; line <= last; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 2);
+  };
+  for (const KeyRange& range : ranges) {
+    for (int64_t j = range.first; j <= range.last; ++j) {
+      // The window's rows (the band before i) are one contiguous run that stays near the core between
+      // steps; the cache's are read once per l steps, from L3 or memory: only those are worth asking for.
+      const bool from_cache = locate(j, keys[count], values[count]);
+      if (prefetch && from_cache) {
+        prefetch_row(keys[count]);
+        prefetch_row(values[count]);
+      }
+      if (++count == kChunk) flush();
+    }
+  }
+  if (count > 0) flush();
+  // An empty attended set (fixed A2 alone, before the first summary cell) gives 0 and lse = -inf.
+  const vfloat inv = splat(l > 0.0f ? 1.0f / l : 0.0f);
+#pragma GCC unroll 16
+  for (int v = 0; v < NV; ++v) store(out + v * W, acc[v] * inv);
+  if (lse) *lse = l > 0.0f ? kLn2 * (m + std::log2(l)) : kNegInf;
+}
+
 template <class C>
 void decode_cache(const DecodeParams& p) {
+  // q and the output in registers: 2 x 8 vectors of the 16 ymm registers with AVX2, fewer than a third of
+  // the zmm registers at 128 dimensions with AVX-512.
+  constexpr int64_t kMaxRegisterVectors = 8;
   const int64_t D = p.head_dim, i = p.position;
   const float c = p.scale * kLog2e;
   const int64_t work = p.batch * p.heads;
@@ -618,6 +709,41 @@ void decode_cache(const DecodeParams& p) {
         return vw && j > i - columns ? vw + slot_of(j) * p.v_window_stride.seq : vc + row_of(j) * p.v_stride.seq;
       };
       attended_ranges(p.patterns[h], i, ranges);
+      if (D % W == 0 && D / W <= kMaxRegisterVectors) {
+        // Everything by value: through references, each key reloaded every field (its row pointers are
+        // stored to memory the compiler could not tell apart from them).
+        const int64_t kws = p.k_window_stride.seq, vws = p.v_window_stride.seq;
+        const int64_t ks = p.k_stride.seq, vs = p.v_stride.seq, window_after = i - columns;
+        // Returns whether the rows come from the cache rather than the window (see the prefetch below).
+        auto locate = [=](int64_t j, const C*& key, const C*& value) {
+          if (kw != nullptr && j > window_after) {
+            const int64_t slot = pow2 ? (j & (columns - 1)) : j % columns;
+            key = kw + slot * kws;
+            value = vw + slot * vws;
+            return false;
+          } else {
+            const int64_t row = columns == 0 ? j
+                                : pow2       ? (j & (columns - 1)) * rows_per_column + (j >> shift)
+                                             : cache_row(j, columns, capacity);
+            key = kc + row * ks;
+            value = vc + row * vs;
+            return true;
+          }
+        };
+        float* out = static_cast<float*>(p.out) + b * p.out_stride.batch + h * p.out_stride.head;
+        float* lse = p.lse ? p.lse + bh : nullptr;
+        switch (D / W) {
+          case 1: decode_row_in_registers<C, 1>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
+          case 2: decode_row_in_registers<C, 2>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
+          case 3: decode_row_in_registers<C, 3>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
+          case 4: decode_row_in_registers<C, 4>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
+          case 5: decode_row_in_registers<C, 5>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
+          case 6: decode_row_in_registers<C, 6>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
+          case 7: decode_row_in_registers<C, 7>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
+          default: decode_row_in_registers<C, 8>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
+        }
+        continue;
+      }
       std::fill(acc.begin(), acc.end(), 0.0f);
       float m = kNegInf, l = 0.0f;
       // Keys go through the online softmax kChunk at a time, gathered across ranges: the strided pattern's
