@@ -182,12 +182,26 @@ Dataset open_single_file(const fs::path& file, const DatasetOptions& options, Da
 }
 
 Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Dataset dataset) {
-  const std::vector<Candidate> candidates = scan_folder(folder, options.kind);
+  std::vector<Candidate> candidates = scan_folder(folder, options.kind);
   // A recipe that holds out whole works (all renderings of a piece, say) lays them out as train/ and
   // validation/; any other layout is split by name hash.
   std::error_code layout_error;
   const bool by_subfolder =
       fs::is_directory(folder / "train", layout_error) && fs::is_directory(folder / "validation", layout_error);
+  if (by_subfolder) {
+    // The scan follows no links to folders (a loop would make it endless), but a train/ or validation/ that
+    // is one is where the user put that side of the split: read it as if it were there. Without this the
+    // split was taken from the layout while the linked side was silently empty.
+    for (const std::string part : {"train", "validation"}) {
+      if (!fs::is_symlink(folder / part, layout_error)) continue;
+      for (Candidate candidate : scan_folder(folder / part, options.kind)) {
+        candidate.name = part + "/" + candidate.name;
+        candidates.push_back(std::move(candidate));
+      }
+    }
+    std::sort(candidates.begin(), candidates.end(),
+              [](const Candidate& a, const Candidate& b) { return a.name < b.name; });
+  }
   SplitBuilder split(dataset, options.validation_fraction, by_subfolder);
   std::vector<uint8_t> last_document;  // kept for the single-document byte split
   uint64_t total = 0;

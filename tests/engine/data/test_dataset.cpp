@@ -163,6 +163,18 @@ TEST_F(OpenDataset, TrainAndValidationSubfoldersAreTheSplit) {
   EXPECT_EQ(validation, "held aheld b");
   for (const std::string& name : dataset.train_files) EXPECT_EQ(name.rfind("train/", 0), 0u) << name;
 
+  // Either side may be a link to a folder elsewhere (a corpus shared between layouts): it is read as if
+  // it were there, and nothing else changes.
+  test::TempFolder elsewhere;
+  std::filesystem::rename(folder / "train", elsewhere / "train");
+  std::filesystem::create_directory_symlink(elsewhere / "train", folder / "train");
+  const Dataset linked = open_dataset(folder.path(), options_for(DataKind::Text, 0.5));
+  EXPECT_EQ(linked.train_files, dataset.train_files);
+  EXPECT_EQ(linked.validation_files, dataset.validation_files);
+  EXPECT_EQ(linked.train, dataset.train);
+  std::filesystem::remove(folder / "train");
+  std::filesystem::rename(elsewhere / "train", folder / "train");
+
   // Without validation/ the same files split by hash again.
   std::filesystem::remove_all(folder / "validation");
   const Dataset hashed = open_dataset(folder.path(), options_for(DataKind::Text, 0.5));
