@@ -122,6 +122,8 @@ class WizardTest : public QObject {
  private:
   // Data page -> base model (the tiny text model) -> settings -> run. Returns once training started.
   void driveToRun(TrainWizard& wizard, int steps, int checkpointEvery);
+  // Data page (a folder of `kind`) -> base model `base` -> the settings page.
+  void driveToSettings(TrainWizard& wizard, const QString& kind, const QString& folder, const QString& base);
 
   std::unique_ptr<QTemporaryDir> home_;  // per test: data folder, tiny model, model library
   QString data_, tinyModel_, library_;
@@ -164,6 +166,18 @@ void WizardTest::driveToRun(TrainWizard& wizard, int steps, int checkpointEvery)
   wizard.next();
   QCOMPARE(wizard.currentId(), int(TrainWizard::RunPageId));
   QVERIFY(wizard.runPage()->training());
+}
+
+void WizardTest::driveToSettings(TrainWizard& wizard, const QString& kind, const QString& folder,
+                                 const QString& base) {
+  wizard.show();
+  wizard.dataPage()->setKind(kind);
+  wizard.dataPage()->setFolder(folder);
+  QVERIFY(wait_until([&] { return wizard.dataPage()->scanUpToDate(); }));
+  wizard.next();
+  wizard.baseModelPage()->chooseBaseModel(base);
+  wizard.next();
+  QCOMPARE(wizard.currentId(), int(TrainWizard::SettingsPageId));
 }
 
 void WizardTest::emptyFolderKeepsNextDisabled() {
@@ -373,13 +387,7 @@ void WizardTest::baseModelBringsItsTrainingBatch() {
   config.close();
 
   TrainWizard wizard(&context_);
-  wizard.show();
-  wizard.dataPage()->setKind(QStringLiteral("text"));
-  wizard.dataPage()->setFolder(data_);
-  QVERIFY(wait_until([&] { return wizard.dataPage()->scanUpToDate(); }));
-  wizard.next();
-  wizard.baseModelPage()->chooseBaseModel(tinyModel_);
-  wizard.next();
+  driveToSettings(wizard, QStringLiteral("text"), data_, tinyModel_);
   SettingsPage* settings = wizard.settingsPage();
   QCOMPARE(settings->batchSpin()->value(), 3);
   QVERIFY(wait_until([&] { return !settings->estimating(); }, 60000));
@@ -392,13 +400,7 @@ void WizardTest::imageRunShowsImageSamples() {
   const QString tinyImage =
       make_tiny_model(home_->filePath(QStringLiteral("tiny-image")), QStringLiteral("image"));
   TrainWizard wizard(&context_);
-  wizard.show();
-  wizard.dataPage()->setKind(QStringLiteral("image"));
-  wizard.dataPage()->setFolder(images);
-  QVERIFY(wait_until([&] { return wizard.dataPage()->scanUpToDate(); }));
-  wizard.next();
-  wizard.baseModelPage()->chooseBaseModel(tinyImage);
-  wizard.next();
+  driveToSettings(wizard, QStringLiteral("image"), images, tinyImage);
   SettingsPage* settings = wizard.settingsPage();
   QVERIFY(!settings->contextSpin()->isEnabled());
   QCOMPARE(settings->contextSpin()->value(), 64);  // 8x8x1

@@ -560,6 +560,21 @@ inline const float* widen(const uint16_t* row, float* scratch, int64_t d) {
   return scratch;
 }
 
+// W keys' dot products, each still spread over a vector's lanes, to W scores: one transpose sums each vector
+// into one lane, so no key pays a horizontal reduction. Scales by c, stores the W scores and returns the
+// largest of the first n.
+inline float dots_to_scores(vfloat* dots, float c, float* scores, int64_t n) {
+  transpose_tile(dots);
+  vfloat sum = dots[0];
+#pragma GCC unroll 16
+  for (int t = 1; t < W; ++t) sum += dots[t];
+  sum *= c;
+  store(scores, sum);
+  float largest = kNegInf;
+  for (int64_t t = 0; t < n; ++t) largest = std::max(largest, sum[t]);
+  return largest;
+}
+
 // One (sample, head) of a decode step whose head row is NV whole vectors (head_dim 48 or 64 with AVX2,
 // up to 128 with AVX-512), the usual case: q and the running output stay in registers for the whole of
 // A(i), and each key's two cache rows are located once, as the key is gathered. The general path below
@@ -585,7 +600,6 @@ void decode_row_in_registers(const float* q, float c, const std::vector<KeyRange
     float chunk_max = kNegInf;
     for (int64_t t0 = 0; t0 < count; t0 += W) {
       const int64_t n = std::min<int64_t>(W, count - t0);
-      // W keys' partial dot products as W vectors, then one transpose sums each into one lane.
       vfloat dots[W];
 #pragma GCC unroll 16
       for (int t = 0; t < W; ++t) {
@@ -597,13 +611,7 @@ void decode_row_in_registers(const float* q, float c, const std::vector<KeyRange
         }
         dots[t] = dot;
       }
-      transpose_tile(dots);
-      vfloat sum = dots[0];
-#pragma GCC unroll 16
-      for (int t = 1; t < W; ++t) sum += dots[t];
-      sum *= c;
-      store(scores + t0, sum);
-      for (int64_t t = 0; t < n; ++t) chunk_max = std::max(chunk_max, sum[t]);
+      chunk_max = std::max(chunk_max, dots_to_scores(dots, c, scores + t0, n));
     }
     const float m_new = std::max(m, chunk_max);
     const float alpha = m == kNegInf ? 0.0f : std::exp2(m - m_new);
@@ -767,13 +775,7 @@ void decode_cache(const DecodeParams& p) {
                 }
                 dots[t] = dot;
               }
-              transpose_tile(dots);
-              vfloat sum = dots[0];
-#pragma GCC unroll 16
-              for (int t = 1; t < W; ++t) sum += dots[t];
-              sum *= c;
-              store(scores + t0, sum);
-              for (int64_t t = 0; t < n; ++t) chunk_max = std::max(chunk_max, sum[t]);
+              chunk_max = std::max(chunk_max, dots_to_scores(dots, c, scores + t0, n));
             }
           } else {
             for (int64_t t = 0; t < count; ++t) {
