@@ -21,7 +21,9 @@ TEST(SmallLinear, MatchesReferenceOnEveryInstructionSet) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const Shape shapes[] = {{1, 1, 1},   {1, 192, 576}, {2, 17, 63},  {3, 64, 64},   {4, 192, 768},
-                          {5, 768, 192}, {7, 33, 200}, {9, 256, 257}, {16, 100, 1000}};
+                          {5, 768, 192}, {7, 33, 200}, {9, 256, 257}, {16, 100, 1000},
+                          {16, 192, 256},  // the output layer of 16 samples: whole tiles, then single vectors
+                          {13, 40, 77}};   // single vectors and a scalar tail, with a partial row tile
   for (const Shape& s : shapes) {
     for (bool with_bias : {true, false}) {
       const int64_t x_stride = s.in + 3, y_stride = s.out + 5;  // padded rows: strides are honoured

@@ -2,52 +2,58 @@
 // kernels: include after cpu/attention_cpu_impl.h, which brings simd.h into the namespace.
 //
 // Register tile: R rows x CV vectors of outputs, accumulated over the whole depth, so each weight vector
-// loaded feeds R FMAs and each x element is one broadcast. Columns past the last whole tile go scalar.
+// loaded feeds R FMAs and each x element is one broadcast. The tile is 4 rows tall on every instruction
+// set, so a batch of 8 or 16 samples takes whole passes: with AVX2's 12 accumulators a 3-row tile left
+// a 1-row pass at 16 rows that cost nearly a full one. Columns past the last whole tile take one-vector
+// tiles, and the last partial vector goes scalar.
 
 namespace stx::kernels::detail::STX_CPU_NAMESPACE {
 namespace {
 
-constexpr int kLinearCV = 4;                                     // vectors per tile row
-constexpr int kLinearRows = kAccRegs / kLinearCV;                // 4 with AVX-512, 3 otherwise
+constexpr int kLinearRows = 4;
+constexpr int kLinearCV = kAccRegs / kLinearRows;                // 4 with AVX-512, 3 otherwise
 constexpr int64_t kLinearTile = static_cast<int64_t>(kLinearCV) * W;  // columns per tile
 
-template <int R>
+template <int R, int CV>
 void linear_tile(const SmallLinearParams& p, int64_t row0, int64_t col0) {
-  vfloat acc[R][kLinearCV];
+  vfloat acc[R][CV];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kLinearCV; ++v) acc[r][v] = p.bias ? load(p.bias + col0 + v * W) : vfloat{};
+    for (int v = 0; v < CV; ++v) acc[r][v] = p.bias ? load(p.bias + col0 + v * W) : vfloat{};
   const float* x = p.x + row0 * p.x_stride;
   for (int64_t i = 0; i < p.in; ++i) {
     const float* w = p.weight_t + i * p.out + col0;
-    vfloat wv[kLinearCV];
+    vfloat wv[CV];
 #pragma GCC unroll 4
-    for (int v = 0; v < kLinearCV; ++v) wv[v] = load(w + v * W);
+    for (int v = 0; v < CV; ++v) wv[v] = load(w + v * W);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const vfloat xv = splat(x[r * p.x_stride + i]);
 #pragma GCC unroll 4
-      for (int v = 0; v < kLinearCV; ++v) acc[r][v] += xv * wv[v];
+      for (int v = 0; v < CV; ++v) acc[r][v] += xv * wv[v];
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kLinearCV; ++v) store(p.y + (row0 + r) * p.y_stride + col0 + v * W, acc[r][v]);
+    for (int v = 0; v < CV; ++v) store(p.y + (row0 + r) * p.y_stride + col0 + v * W, acc[r][v]);
 }
 
-void linear_rows(const SmallLinearParams& p, int64_t row0, int64_t rows, int64_t col0) {
-  switch (rows) {
-    case 1: return linear_tile<1>(p, row0, col0);
-    case 2: return linear_tile<2>(p, row0, col0);
-    case 3: return linear_tile<3>(p, row0, col0);
-    default:
-      if constexpr (kLinearRows >= 4) return linear_tile<4>(p, row0, col0);
+// Every row of the CV-vector column strip at col0, kLinearRows rows at a time.
+template <int CV>
+void linear_strip(const SmallLinearParams& p, int64_t col0) {
+  for (int64_t row0 = 0; row0 < p.rows; row0 += kLinearRows) {
+    switch (std::min<int64_t>(kLinearRows, p.rows - row0)) {
+      case 1: linear_tile<1, CV>(p, row0, col0); break;
+      case 2: linear_tile<2, CV>(p, row0, col0); break;
+      case 3: linear_tile<3, CV>(p, row0, col0); break;
+      default: linear_tile<4, CV>(p, row0, col0); break;
+    }
   }
 }
 
-// Columns [col0, out) that make no whole tile, for every row.
+// Columns [col0, out) that make no whole vector, for every row.
 void linear_tail(const SmallLinearParams& p, int64_t col0) {
   for (int64_t r = 0; r < p.rows; ++r) {
     float* y = p.y + r * p.y_stride;
@@ -64,14 +70,19 @@ void linear_tail(const SmallLinearParams& p, int64_t col0) {
 
 void small_linear(const SmallLinearParams& p) {
   const int64_t tiles = p.out / kLinearTile;
-  const bool threaded = tiles > 1 && p.rows * p.in * p.out >= (int64_t{1} << 15);
+  const int64_t vectors_left = (p.out - tiles * kLinearTile) / W;  // fewer than kLinearCV
+  const int64_t strips = tiles + vectors_left;
+  const bool threaded = strips > 1 && p.rows * p.in * p.out >= (int64_t{1} << 15);
 #pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t t = 0; t < tiles; ++t) {
-    for (int64_t row0 = 0; row0 < p.rows; row0 += kLinearRows) {
-      linear_rows(p, row0, std::min<int64_t>(kLinearRows, p.rows - row0), t * kLinearTile);
+  for (int64_t s = 0; s < strips; ++s) {
+    if (s < tiles) {
+      linear_strip<kLinearCV>(p, s * kLinearTile);
+    } else {
+      linear_strip<1>(p, tiles * kLinearTile + (s - tiles) * W);
     }
   }
-  if (tiles * kLinearTile < p.out) linear_tail(p, tiles * kLinearTile);
+  const int64_t done = tiles * kLinearTile + vectors_left * W;
+  if (done < p.out) linear_tail(p, done);
 }
 
 }  // namespace stx::kernels::detail::STX_CPU_NAMESPACE
