@@ -4,6 +4,8 @@
 #
 #   models/recipes/model-card.sh KIND MODEL_DIR QUALITY_JSON...    (KIND: image, audio or text)
 # With CARD_HISTORY=FILE, the file's text is added as the card's "How this checkpoint was trained" section.
+# CARD_SHARING says what else ran on the cores (default: the three bundled trainings at once, as
+# train-bundled.sh is usually run).
 set -euo pipefail
 kind=$1 model=$2
 shift 2
@@ -28,7 +30,7 @@ case $kind in
          data="Fashion-MNIST (Debian's dataset-fashion-mnist): 28 x 28 grayscale, 60,000 training images; held out: the 10,000 test images"
          baseline="JPEG XL lossless (cjxl -d 0 -e 9)"; baseline_key=bits_per_byte ;;
   audio) title="12 kHz classical audio"; recipe=audio-classical
-         data="MuseScore 3 demo scores and pianobooster MIDI files rendered by FluidSynth (FluidR3 GM) at 12 kHz as piano, harpsichord, organ and strings, transposed 0, -2, +3; held out: two whole pieces (Reunion, Frere Jacques), 8-bit mu-law"
+         data="MuseScore 3 demo scores and pianobooster MIDI files rendered by FluidSynth (FluidR3 GM) at 12 kHz as piano, harpsichord, organ and strings, transposed 0, -2, +3, each rendering with its own touch (note velocities scaled by 0.75-1.25); held out: two whole pieces (Reunion, Frere Jacques), 8-bit mu-law"
          baseline="xz -9e (mu-law bytes)"; baseline_key=given_train_bits_per_byte ;;
   text)  title="King James Bible text continuation"; recipe=text-kjv
          data="the King James Bible as printed by \`bible -f Gen1:1-Rev22:21\` (Debian's bible-kjv), 4.4 MB; held out: the last 5% of bytes"
@@ -55,7 +57,7 @@ A Sparse Transformer (Child et al. 2019) that ships with STX Studio, trained by 
 | data | $data |
 | recipe | \`models/recipes/$recipe.sh\` (corpus) and \`models/recipes/$recipe.json\` (model and training); rebuild with \`models/recipes/train-bundled.sh $kind\` |
 | training | $steps optimiser steps, $(awk -v s="$seconds" 'BEGIN { printf "%.0f min", s / 60 }') wall time |
-| hardware | $cpu, $(nproc) cores, CPU only, sharing the cores with the other two trainings |
+| hardware | $cpu, $(nproc) cores, CPU only, ${CARD_SHARING:-sharing the cores with the other two trainings} |
 | held-out bits/byte | **$model_bits** (\`stx-bench quality\`, every held-out byte, windows on their own)$sliding; $baseline: $baseline_bits |
 | weights | fp16 safetensors, hash $(field weights_hash) |
 
