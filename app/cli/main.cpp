@@ -2,13 +2,12 @@
 //
 // Exit status: 0 success, 1 a failed run (a bad file, a kernel error, a FAILed check), 2 a bad command
 // line, 130 a training run stopped by Ctrl-C after saving, or sampling stopped (what it made is written).
-#include <ATen/Parallel.h>
-#include <omp.h>
+
+#include <c10/util/Exception.h>
 
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
-#include <thread>
 
 #include "check_command.h"
 #include "layout_command.h"
@@ -16,6 +15,7 @@
 #include "pattern_options.h"
 #include "sample_command.h"
 #include "stx/engine/error.h"
+#include "stx/engine/threads.h"
 #include "stx/kernels/error.h"
 #include "stx/kernels/openmp_spin_policy.h"
 #include "stx/models/model_config.h"
@@ -26,21 +26,11 @@ namespace {
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
-// The project rule is that programs use every core. Debian's LibTorch starts with one thread, and
-// OpenMP's own default can be lower in containers or under a leftover OMP_NUM_THREADS.
-void use_all_cores() {
-  const unsigned cores = std::thread::hardware_concurrency();
-  if (cores > 0) {
-    omp_set_num_threads(static_cast<int>(cores));
-    at::set_num_threads(static_cast<int>(cores));
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   stx::kernels::restart_with_short_openmp_spins(argv);  // first: it may start the program again
-  use_all_cores();
+  stx::engine::use_all_cores();  // Debian's LibTorch would start with one thread
 
   CLI::App app{"stx " STX_VERSION ": Sparse Transformers headless: train, evaluate, sample, inspect models and patterns",
                "stx"};

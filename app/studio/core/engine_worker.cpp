@@ -5,6 +5,7 @@
 
 #include "stx/engine/audio_io.h"
 #include "stx/engine/dataset.h"
+#include "stx/engine/threads.h"
 
 namespace stx::studio {
 
@@ -26,6 +27,7 @@ void EngineWorker::run(const QString& name, Job&& job) {
   emit jobStarted(name);
   bool ok = false;
   try {
+    stx::engine::use_all_cores();  // on this thread: LibTorch and OpenMP count threads per thread
     job();
     ok = true;
   } catch (const std::exception& e) {
