@@ -1,12 +1,14 @@
 #include "stx/models/decoder.h"
 
 #include <ATen/ATen.h>
+#include <omp.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -152,16 +154,12 @@ IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, 
   b_.resize(rows * d);
 }
 
-void IncrementalDecoder::embed(const int32_t* input_tokens) {
+void IncrementalDecoder::embed(const int32_t* input_tokens, int64_t b0, int64_t b1) {
   const int64_t d = config_.d_model;
   const std::vector<int64_t> coords = config_.position_coordinates(position_);
-  for (int64_t b = 0; b < batch_; ++b) {
-    const int32_t token = input_tokens[b];
-    if (token < 0 || token > 256) {
-      throw std::invalid_argument("decoder: input token " + std::to_string(token) + " is outside 0..256");
-    }
+  for (int64_t b = b0; b < b1; ++b) {
     float* h = h_.data() + b * d;
-    const float* e = token_embedding_.data() + token * d;
+    const float* e = token_embedding_.data() + input_tokens[b] * d;
     for (int64_t i = 0; i < d; ++i) h[i] = e[i];
     for (size_t a = 0; a < position_tables_.size(); ++a) {
       const float* p = position_tables_[a].data() + coords[a] * d;
@@ -170,11 +168,11 @@ void IncrementalDecoder::embed(const int32_t* input_tokens) {
   }
 }
 
-void IncrementalDecoder::attention(Layer& layer, int layer_index) {
+void IncrementalDecoder::attention(Layer& layer, int layer_index, int64_t b0, int64_t b1) {
   const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim();
   // qkv_ rows are [3, heads, head_dim]: append this position's keys and values to the caches.
   const int64_t rb = row_bytes(), row = kernels::cache_row(position_, layer.cache_columns, capacity_);
-  for (int64_t b = 0; b < batch_; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t at = ((b * heads + h) * layer.cache_rows + row) * rb;
       store_row(qkv_.data() + b * 3 * d + d + h * dh, layer.k_cache.get() + at);
@@ -187,22 +185,24 @@ void IncrementalDecoder::attention(Layer& layer, int layer_index) {
     }
   }
   const bool probing = layer_index == probe_layer_;
+  // This slice's samples only: every buffer is sample-major, so the slice is an offset.
+  const int64_t cache_sample = heads * layer.cache_rows * rb, window_sample = heads * layer.cache_columns * rb;
   kernels::DecodeParams p;
-  p.q = qkv_.data();
-  p.k_cache = layer.k_cache.get();
-  p.v_cache = layer.v_cache.get();
-  p.out = attended_.data();
-  p.lse = probing ? probe_lse_.data() : nullptr;
+  p.q = qkv_.data() + b0 * 3 * d;
+  p.k_cache = layer.k_cache.get() + b0 * cache_sample;
+  p.v_cache = layer.v_cache.get() + b0 * cache_sample;
+  p.out = attended_.data() + b0 * d;
+  p.lse = probing ? probe_lse_.data() + b0 * heads : nullptr;
   p.q_stride = kernels::Strides{3 * d, dh, 0};
   p.k_stride = p.v_stride = kernels::Strides::contiguous(heads, layer.cache_rows, dh);
   p.cache_columns = layer.cache_columns;
   if (layer.cache_columns > 0) {
-    p.k_window = layer.k_window.data();
-    p.v_window = layer.v_window.data();
+    p.k_window = layer.k_window.data() + b0 * window_sample;
+    p.v_window = layer.v_window.data() + b0 * window_sample;
     p.k_window_stride = p.v_window_stride = kernels::Strides::contiguous(heads, layer.cache_columns, dh);
   }
   p.out_stride = kernels::Strides{d, dh, 0};
-  p.batch = batch_;
+  p.batch = b1 - b0;
   p.heads = heads;
   p.head_dim = dh;
   p.capacity = capacity_;
@@ -211,10 +211,9 @@ void IncrementalDecoder::attention(Layer& layer, int layer_index) {
   p.cache_dtype = cache_dtype_;
   kernels::attention_decode(p);
   if (probing) {
-    for (int64_t b = 0; b < batch_; ++b) {
+    for (int64_t b = b0; b < b1; ++b) {
       std::memcpy(probe_q_.data() + b * dh, qkv_.data() + b * 3 * d + probe_head_ * dh, sizeof(float) * dh);
     }
-    probe_position_ = position_;
   }
 }
 
@@ -223,29 +222,66 @@ void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
     throw std::out_of_range("decoder: position " + std::to_string(position_) + " is past the capacity of " +
                             std::to_string(capacity_));
   }
-  const int64_t d = config_.d_model, rows = batch_;
-  embed(input_tokens);
+  for (int64_t b = 0; b < batch_; ++b) {
+    if (input_tokens[b] < 0 || input_tokens[b] > 256) {
+      throw std::invalid_argument("decoder: input token " + std::to_string(input_tokens[b]) + " is outside 0..256");
+    }
+  }
+  // A batch of several row tiles per thread is split by samples: each thread runs the whole step for its
+  // own samples, with one fork and join per step instead of one per kernel (about 25), no barrier between
+  // the layers' kernels, and the norms and residual sums in parallel too. Each thread then reads all the
+  // weights, from the shared L3; a smaller batch splits each kernel's columns or heads instead.
+  // Every sample's arithmetic is the same either way, so the logits are bit-identical.
+  const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), batch_ / kRowsPerThread));
+  if (threads > 1 && !omp_in_parallel()) {
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+#pragma omp parallel num_threads(threads)
+    {
+      const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+      try {
+        step_samples(input_tokens, logits, batch_ * t / n, batch_ * (t + 1) / n);
+      } catch (...) {  // an exception must not leave an OpenMP region
+        errors[static_cast<size_t>(t)] = std::current_exception();
+      }
+    }
+    for (const std::exception_ptr& error : errors) {
+      if (error) std::rethrow_exception(error);
+    }
+  } else {
+    step_samples(input_tokens, logits, 0, batch_);
+  }
+  if (probe_layer_ >= 0) probe_position_ = position_;
+  ++position_;
+}
+
+void IncrementalDecoder::step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1) {
+  const int64_t d = config_.d_model, rows = b1 - b0, ff = config_.d_ff;
+  float* h = h_.data() + b0 * d;
+  float* normed = normed_.data() + b0 * d;
+  float* a = a_.data() + b0 * d;
+  float* b = b_.data() + b0 * d;
+  float* hidden = ff_hidden_.data() + b0 * ff;
+  embed(input_tokens, b0, b1);
   for (size_t index = 0; index < layers_.size(); ++index) {
     Layer& layer = layers_[index];
     // a = attention(norm(h)); b = ff(norm(h + a)); h += a + b   (paper-notes.md, eqs 13-15)
-    layer_norm(h_.data(), normed_.data(), rows, d, layer.norm_attention.gamma, layer.norm_attention.beta);
-    linear(normed_.data(), rows, layer.qkv, qkv_.data());
-    attention(layer, static_cast<int>(index));
-    linear(attended_.data(), rows, layer.attention_out, a_.data());
-    for (size_t i = 0; i < a_.size(); ++i) b_[i] = h_[i] + a_[i];
-    layer_norm(b_.data(), normed_.data(), rows, d, layer.norm_ff.gamma, layer.norm_ff.beta);
-    linear(normed_.data(), rows, layer.ff_in, ff_hidden_.data());
+    layer_norm(h, normed, rows, d, layer.norm_attention.gamma, layer.norm_attention.beta);
+    linear(normed, rows, layer.qkv, qkv_.data() + b0 * 3 * d);
+    attention(layer, static_cast<int>(index), b0, b1);
+    linear(attended_.data() + b0 * d, rows, layer.attention_out, a);
+    for (int64_t i = 0; i < rows * d; ++i) b[i] = h[i] + a[i];
+    layer_norm(b, normed, rows, d, layer.norm_ff.gamma, layer.norm_ff.beta);
+    linear(normed, rows, layer.ff_in, hidden);
     kernels::GeluParams g;
-    g.x = ff_hidden_.data();
-    g.out = ff_hidden_.data();  // elementwise, so in place is safe
-    g.count = static_cast<int64_t>(ff_hidden_.size());
+    g.x = hidden;
+    g.out = hidden;  // elementwise, so in place is safe
+    g.count = rows * ff;
     kernels::gelu_forward(g);
-    linear(ff_hidden_.data(), rows, layer.ff_out, b_.data());
-    for (size_t i = 0; i < h_.size(); ++i) h_[i] += a_[i] + b_[i];
+    linear(hidden, rows, layer.ff_out, b);
+    for (int64_t i = 0; i < rows * d; ++i) h[i] += a[i] + b[i];
   }
-  layer_norm(h_.data(), normed_.data(), rows, d, final_norm_.gamma, final_norm_.beta);
-  linear(normed_.data(), rows, output_, logits);
-  ++position_;
+  layer_norm(h, normed, rows, d, final_norm_.gamma, final_norm_.beta);
+  linear(normed, rows, output_, logits + b0 * output_.out);
 }
 
 void IncrementalDecoder::rewind(int64_t position) {

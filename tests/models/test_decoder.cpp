@@ -1,7 +1,9 @@
 // IncrementalDecoder against the full forward pass: every position of a short sequence, for the dense,
 // strided and fixed patterns and an image model (three position axes); rewinding; the attention probe.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -149,6 +151,41 @@ TEST(IncrementalDecoder, RewindReplaysTheSameLogits) {
   std::vector<float> logits(2 * 256);
   decoder.rewind(0);
   EXPECT_THROW(decoder.step(bad.data(), logits.data()), std::invalid_argument);
+}
+
+// A batch large enough to be split by samples over threads gives each sample the logits and probe it gets
+// decoded alone, bit for bit: the split changes who computes a sample, not how.
+TEST(IncrementalDecoder, ABatchSplitOverThreadsMatchesEachSampleAlone) {
+  const int threads_before = at::get_num_threads();
+  for (const stx::kernels::DType cache : {stx::kernels::DType::f32, stx::kernels::DType::f16}) {
+    SCOPED_TRACE(stx::kernels::to_string(cache));
+    const ModelConfig config = small_config(Pattern::strided);
+    SparseTransformer model = random_model(config);
+    at::manual_seed(6);
+    const int64_t batch = 19, length = 30;  // slices of 9 and 10 samples: a partial row tile in each
+    const at::Tensor bytes = at::randint(0, 256, {batch, length}, at::kLong);
+    // A split needs two threads, whatever this machine has. After LibTorch's first op, so that it keeps them.
+    at::set_num_threads(2);
+    omp_set_num_threads(2);
+    IncrementalDecoder together(model, batch, 0, cache);
+    together.set_probe(2, 1);
+    const at::Tensor got = decoded_logits(together, bytes);
+    std::vector<int64_t> positions, alone_positions;
+    std::vector<float> weights, alone_weights;
+    for (const int64_t b : {int64_t{0}, int64_t{8}, int64_t{9}, batch - 1}) {
+      IncrementalDecoder alone(model, 1, 0, cache);
+      alone.set_probe(2, 1);
+      const at::Tensor want = decoded_logits(alone, bytes.narrow(0, b, 1));
+      EXPECT_TRUE(at::equal(got.narrow(0, b, 1), want)) << "sample " << b;
+      together.probe(b, positions, weights);
+      alone.probe(0, alone_positions, alone_weights);
+      EXPECT_EQ(positions, alone_positions) << "sample " << b;
+      EXPECT_EQ(weights, alone_weights) << "sample " << b;
+      EXPECT_FALSE(weights.empty());
+    }
+  }
+  at::set_num_threads(threads_before);
+  omp_set_num_threads(threads_before);
 }
 
 // The probe's positions are exactly A(i) of the head's pattern, and its weights are the softmax of that

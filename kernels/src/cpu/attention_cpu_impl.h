@@ -675,7 +675,7 @@ void decode_cache(const DecodeParams& p) {
     if (columns == 0) return j;
     return pow2 ? (j & (columns - 1)) * rows_per_column + (j >> shift) : cache_row(j, columns, capacity);
   };
-#pragma omp parallel if (work > 1 && work * attended_count(p.patterns[0], i) * D > (1 << 16))
+#pragma omp parallel if (work > 1 && work * attended_count(p.patterns[0], i) * D > (1 << 16) && !omp_in_parallel())
   {
     std::vector<KeyRange> ranges;
     std::vector<float> acc(static_cast<size_t>(round_up(D, W)));

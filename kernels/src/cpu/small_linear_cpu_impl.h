@@ -72,7 +72,7 @@ void small_linear(const SmallLinearParams& p) {
   const int64_t tiles = p.out / kLinearTile;
   const int64_t vectors_left = (p.out - tiles * kLinearTile) / W;  // fewer than kLinearCV
   const int64_t strips = tiles + vectors_left;
-  const bool threaded = strips > 1 && p.rows * p.in * p.out >= (int64_t{1} << 15);
+  const bool threaded = strips > 1 && p.rows * p.in * p.out >= (int64_t{1} << 15) && !omp_in_parallel();
 #pragma omp parallel for schedule(static) if (threaded)
   for (int64_t s = 0; s < strips; ++s) {
     if (s < tiles) {

@@ -96,10 +96,15 @@ class IncrementalDecoder {
   // Bytes of one (sample, head) row of head_dim values.
   int64_t row_bytes() const;
 
-  void embed(const int32_t* input_tokens);
-  void attention(Layer& layer, int layer_index);
+  // Samples [b0, b1) of a step: step() runs it for the whole batch, or once per thread for a slice.
+  void step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1);
+  void embed(const int32_t* input_tokens, int64_t b0, int64_t b1);
+  void attention(Layer& layer, int layer_index, int64_t b0, int64_t b1);
   static Linear snapshot(const torch::nn::Linear& linear);
   static Norm snapshot(const torch::nn::LayerNorm& norm);
+
+  // Samples per thread before a step is split by samples: two of small_linear's 4-row tiles.
+  static constexpr int64_t kRowsPerThread = 8;
 
   ModelConfig config_;
   int64_t batch_ = 0, capacity_ = 0, position_ = 0;
