@@ -513,7 +513,10 @@ void TextTabTest::inspectHighlightsPatternPositions() {
   QVERIFY(view->attention(0).positions == pattern_at(37));
   h = highlights(*view);
   QVERIFY(h.attended == shown_units(*view, pattern_at(37)));
-  QCOMPARE(h.current, view->shownText().unitOfByte(37));
+  // The sample is random: byte 37 gets the generated marker only when it ends a character of its own (not
+  // inside a multi-byte or invalid sequence), as in liveProbeShowsPatternPositions.
+  const int unit37 = view->shownText().unitOfByte(37);
+  if (view->shownText().units()[static_cast<size_t>(unit37)].charCount > 0) QCOMPARE(h.current, unit37);
   QVERIFY(
       std::abs(std::accumulate(view->attention(0).weights.begin(), view->attention(0).weights.end(), 0.0) -
                1.0) < 1e-3);
