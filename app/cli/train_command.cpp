@@ -152,6 +152,8 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
   if (c.batch > 0) o.batch = c.batch;
   if (c.accumulation > 0) o.accumulation = c.accumulation;
   if (c.lr > 0) o.learning_rate = c.lr;
+  if (c.warmup_steps >= 0) o.warmup_steps = c.warmup_steps;
+  if (c.min_lr_ratio >= 0) o.min_learning_rate_ratio = c.min_lr_ratio;
   if (c.eval_every >= 0) o.eval_every = c.eval_every;
   if (c.eval_windows >= 0) o.eval_windows = c.eval_windows;
   if (c.checkpoint_every > 0) o.checkpoint_every = c.checkpoint_every;
@@ -191,6 +193,11 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   command->add_option("--lr", o.lr, "peak learning rate [default: 3e-4]")
       ->check(CLI::Range(1e-9, 1.0));
+  command->add_option("--warmup-steps", o.warmup_steps, "steps of linear learning-rate warm-up [default: recipe's, 100]")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  command->add_option("--min-lr-ratio", o.min_lr_ratio,
+                      "where the cosine decay ends, as a fraction of the peak learning rate [default: recipe's, 0.1]")
+      ->check(CLI::Range(0.0, 1.0));
   command->add_option("--context", o.context, "training sequence length (text and audio models)")
       ->check(CLI::Range(int64_t{1}, int64_t{4194304}));
   command->add_option("--eval-every", o.eval_every, "validate every K steps [default: 100; 0 = at checkpoints only]")

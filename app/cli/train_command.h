@@ -22,6 +22,8 @@ struct TrainCommandOptions {
   int64_t batch = 0;
   int64_t accumulation = 0;
   double lr = 0;
+  int64_t warmup_steps = -1;   // -1 = the recipe's
+  double min_lr_ratio = -1;    // -1 = the recipe's
   int64_t context = 0;
   int64_t eval_every = -1;
   int64_t eval_windows = -1;

@@ -118,12 +118,15 @@ TEST(Cli, InitFromStartsFromTheModelsRecipe) {
   EXPECT_DOUBLE_EQ(recipe["learning_rate"].get<double>(), 3e-3);
 
   r = stx(tmp, "train --init-from " + base + " --data " + data.string() + " --out " + (tmp / "changed").string() +
-                   " --batch 2 --steps 3 --lr 0.001 --quiet");
+                   " --batch 2 --steps 3 --lr 0.001 --warmup-steps 1 --min-lr-ratio 0.25 --quiet");
   ASSERT_EQ(r.status, 0) << r.err;
   recipe = stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "changed")).training;
   EXPECT_EQ(recipe["batch"], 2);
   EXPECT_EQ(recipe["steps"], 3);
   EXPECT_DOUBLE_EQ(recipe["learning_rate"].get<double>(), 1e-3);
+  // The schedule's shape too: the bundled audio model's later stages changed it (models/recipes/train-bundled.sh).
+  EXPECT_EQ(recipe["warmup_steps"], 1);
+  EXPECT_DOUBLE_EQ(recipe["min_learning_rate_ratio"].get<double>(), 0.25);
 
   // A fine-tune too large for the machine is refused before anything is written, saying what it needs.
   r = stx(tmp, "train --init-from " + base + " --data " + data.string() + " --out " + (tmp / "huge").string() +
