@@ -7,6 +7,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMimeData>
@@ -50,6 +51,15 @@ QAction* find_action(QWidget* window, const QString& text) {
     if (action->text().remove('&').startsWith(text)) return action;
   }
   return nullptr;
+}
+
+// Milliseconds the calling thread has spent ready to run but waiting for a core (the second field of
+// /proc/thread-self/schedstat, in nanoseconds); 0 where the kernel does not keep it.
+double run_queue_wait_ms() {
+  QFile file(QStringLiteral("/proc/thread-self/schedstat"));
+  if (!file.open(QIODevice::ReadOnly)) return 0.0;
+  const QList<QByteArray> fields = file.readAll().simplified().split(' ');
+  return fields.size() >= 2 ? fields[1].toDouble() / 1e6 : 0.0;
 }
 
 // The tab has opened the model: its job is done and the status bar names it.
@@ -196,13 +206,21 @@ class WindowTest : public QObject {
     QVERIFY(wait_for_model(window, text, "tiny-text"));
     QAbstractButton* generate = find_button(text, "Generate");
     QVERIFY(generate);
-    // A 5 ms timer records the longest gap between its ticks while the worker generates.
-    qint64 longest = 0;
+    // A 5 ms timer records the longest gap between its ticks while the worker generates, less the time the
+    // GUI thread stood ready in the run queue: on a loaded machine (a training beside the tests, the worker's
+    // own threads) the scheduler may hold a ready thread back for tens of milliseconds, which says nothing
+    // about the studio. What is left is time the event loop ran our code or waited on something.
+    qint64 longest = 0, longest_wall = 0;
     QElapsedTimer since;
     QTimer ticker;
     ticker.setInterval(5);
+    double queued_before = run_queue_wait_ms();
     connect(&ticker, &QTimer::timeout, [&] {
-      longest = std::max(longest, since.restart());
+      const qint64 gap = since.restart();
+      const double queued = run_queue_wait_ms();
+      longest_wall = std::max(longest_wall, gap);
+      longest = std::max(longest, gap - static_cast<qint64>(queued - queued_before));
+      queued_before = queued;
     });
     int runs = 0;
     QElapsedTimer total;
@@ -218,7 +236,8 @@ class WindowTest : public QObject {
     }
     ticker.stop();
     QVERIFY(runs >= 3);
-    qInfo() << "longest event-loop stall during" << runs << "generations:" << longest << "ms";
+    qInfo() << "longest event-loop stall during" << runs << "generations:" << longest << "ms (" << longest_wall
+            << "ms of wall time, with the waits for a core)";
     QVERIFY2(longest < 50, qPrintable(QString("event loop stalled for %1 ms").arg(longest)));
   }
 
