@@ -36,6 +36,13 @@ using stx::studio::test::wait_until;
 
 namespace {
 
+// What a user does in a picker: chooses the entry whose value is `value`.
+void pick(QComboBox* box, int value) {
+  const int index = box->findData(value);
+  QVERIFY2(index >= 0, qPrintable(QString("no entry for %1").arg(value)));
+  box->setCurrentIndex(index);
+}
+
 // A 12 kHz mono 16-bit WAV of a 440 Hz tone, written with libsndfile as any other program would.
 QString write_tone(const QString& path, int frames) {
   SF_INFO info{};
@@ -375,8 +382,8 @@ class AudioTabTest : public QObject {
     auto tab = openTab();
     QVERIFY(tab);
     tab->durationBox()->setValue(1.0);  // the whole context
-    tab->layerBox()->setValue(1);
-    tab->headBox()->setValue(1);
+    pick(tab->layerBox(), 1);
+    pick(tab->headBox(), 1);
     tab->liveAttentionBox()->setChecked(true);
     QVERIFY(generateAndWait(*tab));
     QVERIFY(!tab->liveProbes().empty());
@@ -421,8 +428,8 @@ class AudioTabTest : public QObject {
     QVERIFY(view->attentionPositions() ==
             stx::engine::attended_positions(spec, stx::engine::PatternPart::both, position));
 
-    // "all (average)": every head inspected and averaged, still over exactly the pattern's positions.
-    tab->headBox()->setValue(-1);
+    // "All heads (average)": every head inspected and averaged, still over exactly the pattern's positions.
+    pick(tab->headBox(), -1);
     QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(point.x() + 30, point.y()));
     QVERIFY(wait_until([&] { return !tab->busy() && view->attentionPosition() == view->cursor(); }));
     const qint64 averaged = view->attentionPosition();
@@ -442,7 +449,7 @@ class AudioTabTest : public QObject {
       tab->durationBox()->setValue(3.25);
       tab->sampling()->temperatureBox()->setValue(0.8);
       tab->outputRateBox()->setCurrentIndex(tab->outputRateBox()->findData(44100));
-      tab->headBox()->setValue(1);
+      pick(tab->headBox(), 1);
       QSettings settings(file, QSettings::IniFormat);
       tab->saveSettings(settings);
     }
@@ -453,7 +460,7 @@ class AudioTabTest : public QObject {
     QCOMPARE(tab.sampling()->temperatureBox()->value(), 0.8);
     QCOMPARE(tab.outputRateBox()->currentData().toInt(), 44100);
     QVERIFY(wait_until([&] { return tab.modelReady(); }));  // the saved model is opened again
-    QCOMPARE(tab.headBox()->value(), 1);
+    QCOMPARE(tab.headBox()->currentData().toInt(), 1);
   }
 
   void screenshot() {

@@ -12,8 +12,6 @@
 #include <QLocale>
 #include <QPushButton>
 #include <QScrollArea>
-#include <QSignalBlocker>
-#include <QSpinBox>
 #include <QStandardPaths>
 #include <QStyle>
 #include <QTimer>
@@ -131,15 +129,7 @@ QWidget* AudioTab::buildControls() {
   auto* samplingBox = new QGroupBox(tr("Sampling"));
   (new QVBoxLayout(samplingBox))->addWidget(sampling_);
 
-  layer_ = new QSpinBox;
-  head_ = new QSpinBox;
-  for (QSpinBox* box : {layer_, head_}) {
-    box->setRange(0, 0);  // the model's layers and heads, once it is open
-    box->setMinimumWidth(box->fontMetrics().horizontalAdvance(QStringLiteral("000")) + 40);
-  }
-  // -1: every head of the layer, their weights averaged (inspection only; live marks show head 0).
-  head_->setSpecialValueText(tr("all (average)"));
-  head_->setMinimumWidth(head_->fontMetrics().horizontalAdvance(tr("all (average)")) + 40);
+  attentionHead_ = new LayerHeadPicker(0, this);
   liveAttention_ = new QCheckBox(tr("Show live while generating"));
   liveAttention_->setChecked(true);
   liveAttention_->setToolTip(tr("Marks on the selected sample show which earlier positions this head read"));
@@ -147,17 +137,12 @@ QWidget* AudioTab::buildControls() {
       new QLabel(tr("After generating, click a point of a sample to see what this head attended "
                     "to there."));
   attentionNote_->setWordWrap(true);
-  auto* headRow = new QHBoxLayout;
-  headRow->addWidget(new QLabel(tr("Layer")));
-  headRow->addWidget(layer_);
-  headRow->addWidget(new QLabel(tr("Head")));
-  headRow->addWidget(head_);
-  headRow->addStretch();
   auto* attentionBox = new QGroupBox(tr("Attention"));
-  auto* attentionColumn = new QVBoxLayout(attentionBox);
-  attentionColumn->addLayout(headRow);
-  attentionColumn->addWidget(liveAttention_);
-  attentionColumn->addWidget(attentionNote_);
+  auto* attentionForm = new QFormLayout(attentionBox);
+  attentionForm->addRow(liveAttention_);
+  attentionForm->addRow(tr("Layer"), attentionHead_->layerBox());
+  attentionForm->addRow(tr("Head"), attentionHead_->headBox());
+  attentionForm->addRow(attentionNote_);
 
   generate_ = new QPushButton(tr("Generate"));
   generate_->setDefault(true);
@@ -182,14 +167,7 @@ QWidget* AudioTab::buildControls() {
       inspectAt(waveform_->attentionLane(), waveform_->attentionPosition());
     }
   };
-  connect(layer_, &QSpinBox::valueChanged, this, [this, reinspect](int layer) {
-    wantedLayer_ = layer;
-    reinspect();
-  });
-  connect(head_, &QSpinBox::valueChanged, this, [this, reinspect](int head) {
-    wantedHead_ = head;
-    reinspect();
-  });
+  connect(attentionHead_, &LayerHeadPicker::changed, this, reinspect);
   return panel;
 }
 
@@ -253,11 +231,7 @@ void AudioTab::connectWorker() {
             } else {
               summary_ = summary;
               device_ = device;
-              const QSignalBlocker blockLayer(layer_), blockHead(head_);
-              layer_->setRange(0, static_cast<int>(std::max<int64_t>(summary.layers - 1, 0)));
-              head_->setRange(-1, static_cast<int>(std::max<int64_t>(summary.heads - 1, 0)));
-              layer_->setValue(wantedLayer_);
-              head_->setValue(wantedHead_);
+              attentionHead_->setShape(static_cast<int>(summary.layers), static_cast<int>(summary.heads));
               picker_->showSummary(summary_line(summary));
               context()->setStatus(this, modelName(), device_, -1);
               prompt_->setContext(summary.context);
@@ -305,12 +279,11 @@ void AudioTab::connectWorker() {
   });
   connect(inspector_, &AttentionInspector::ready, this, [this](const stx::engine::AttentionProbe& probe) {
     waveform_->setAttention(static_cast<int>(probe.sample), probe.position, probe.positions, probe.weights);
-    attentionNote_->setText(tr("Layer %1 head %2 at %3 s (position %4) read %n earlier position(s).", "",
+    attentionNote_->setText(tr("At %1 s (position %2), %3 read %n earlier position(s).", "",
                                static_cast<int>(probe.positions.size()))
-                                .arg(probe.layer)
-                                .arg(probe.head < 0 ? tr("all (average)") : QString::number(probe.head))
                                 .arg(seconds_text(probe.position))
-                                .arg(probe.position));
+                                .arg(probe.position)
+                                .arg(LayerHeadPicker::describe(probe.layer, probe.head)));
   });
 }
 
@@ -394,8 +367,8 @@ void AudioTab::generate() {
   request.settings = sampling_->settings();
   request.seed = sampling_->seed();
   if (liveAttention_->isChecked()) {
-    request.probe_layer = layer_->value();
-    request.probe_head = std::max(head_->value(), 0);
+    request.probe_layer = attentionHead_->layer();
+    request.probe_head = std::max(attentionHead_->head(), 0);  // live: one head; "all heads" shows the first
   }
   request.event_interval_seconds = 1.0 / 30;
 
@@ -425,7 +398,7 @@ void AudioTab::inspectAt(int lane, qint64 position) {
   if (position < 0 || position >= static_cast<qint64>(results_[static_cast<size_t>(lane)].size())) return;
   attentionNote_->setText(tr("Inspecting position %1...").arg(position));
   // One inspection at a time; the latest click waits and replaces any older waiting one.
-  inspector_->request(lane, results_[static_cast<size_t>(lane)], layer_->value(), head_->value(),
+  inspector_->request(lane, results_[static_cast<size_t>(lane)], attentionHead_->layer(), attentionHead_->head(),
                       summary_ ? static_cast<int>(summary_->heads) : 1, position);
 }
 
@@ -497,9 +470,7 @@ void AudioTab::restoreSettings(QSettings& settings) {
   lastFolder_ = settings.value(QStringLiteral("lastFolder"), lastFolder_).toString();
   prompt_->setFolder(lastFolder_);
   liveAttention_->setChecked(settings.value(QStringLiteral("liveAttention"), true).toBool());
-  // Applied when the model is open: until then the boxes' ranges are unknown.
-  wantedLayer_ = settings.value(QStringLiteral("probeLayer"), 0).toInt();
-  wantedHead_ = settings.value(QStringLiteral("probeHead"), 0).toInt();
+  attentionHead_->restore(settings, QStringLiteral("probeLayer"), QStringLiteral("probeHead"));
   const QString model = settings.value(QStringLiteral("model")).toString();
   if (!model.isEmpty() && QFileInfo(model).isDir()) picker_->choose(model);
 }
@@ -512,8 +483,7 @@ void AudioTab::saveSettings(QSettings& settings) const {
   settings.setValue(QStringLiteral("exportAll"), exportAll_->isChecked());
   settings.setValue(QStringLiteral("lastFolder"), lastFolder_);
   settings.setValue(QStringLiteral("liveAttention"), liveAttention_->isChecked());
-  settings.setValue(QStringLiteral("probeLayer"), wantedLayer_);
-  settings.setValue(QStringLiteral("probeHead"), wantedHead_);
+  attentionHead_->save(settings, QStringLiteral("probeLayer"), QStringLiteral("probeHead"));
   settings.setValue(QStringLiteral("model"), picker_->currentPath());
 }
 

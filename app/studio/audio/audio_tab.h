@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/engine_types.h"
+#include "core/layer_head_picker.h"
 #include "core/studio_tab.h"
 
 class QCheckBox;
@@ -79,8 +80,8 @@ class AudioTab : public StudioTab {
   QLabel* playbackNote() const;
   QDoubleSpinBox* durationBox() const { return duration_; }
   QDoubleSpinBox* promptKeepBox() const;
-  QSpinBox* layerBox() const { return layer_; }
-  QSpinBox* headBox() const { return head_; }
+  QComboBox* layerBox() const { return attentionHead_->layerBox(); }
+  QComboBox* headBox() const { return attentionHead_->headBox(); }
   QCheckBox* liveAttentionBox() const { return liveAttention_; }
   QComboBox* outputRateBox() const { return outputRate_; }
   QCheckBox* exportAllBox() const { return exportAll_; }
@@ -104,8 +105,7 @@ class AudioTab : public StudioTab {
   PromptClipBox* prompt_;
   QDoubleSpinBox* duration_;
   QLabel* lengthNote_;
-  QSpinBox* layer_;
-  QSpinBox* head_;
+  LayerHeadPicker* attentionHead_;
   QCheckBox* liveAttention_;
   QLabel* attentionNote_;
   QPushButton* generate_;
@@ -128,7 +128,6 @@ class AudioTab : public StudioTab {
   std::vector<stx::engine::AttentionProbe> liveProbes_;
 
   AttentionInspector* inspector_;
-  int wantedLayer_ = 0, wantedHead_ = 0;  // kept while a model with fewer layers or heads is open
   QString lastFolder_;
 };
 

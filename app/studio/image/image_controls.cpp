@@ -8,11 +8,11 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSettings>
-#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "core/layer_head_picker.h"
 #include "core/model_picker.h"
 #include "core/sampling_controls.h"
 
@@ -58,19 +58,16 @@ ImageControls::ImageControls(int maxSamples, QWidget* parent) : QWidget(parent) 
   liveAttention_ = new QCheckBox(tr("Show while generating"));
   liveAttention_->setChecked(true);
   liveAttention_->setToolTip(tr("Tint the pixels the chosen head reads for the pixel being drawn"));
-  layer_ = new QComboBox;
-  head_ = new QComboBox;
-  head_->setToolTip(tr("merged: every head's weights averaged (while generating, head 1 is shown)"));
-  connect(layer_, &QComboBox::currentIndexChanged, this, &ImageControls::attentionChoiceChanged);
-  connect(head_, &QComboBox::currentIndexChanged, this, &ImageControls::attentionChoiceChanged);
+  attentionHead_ = new LayerHeadPicker(LayerHeadPicker::kAllHeads, this);
+  connect(attentionHead_, &LayerHeadPicker::changed, this, &ImageControls::attentionChoiceChanged);
   auto* attentionHint =
       new QLabel(tr("After generating, point at a pixel to see what it attended; click to keep it."));
   attentionHint->setWordWrap(true);
   auto* attentionBox = new QGroupBox(tr("Attention"));
   auto* attentionLayout = new QFormLayout(attentionBox);
   attentionLayout->addRow(liveAttention_);
-  attentionLayout->addRow(tr("Layer"), layer_);
-  attentionLayout->addRow(tr("Head"), head_);
+  attentionLayout->addRow(tr("Layer"), attentionHead_->layerBox());
+  attentionLayout->addRow(tr("Head"), attentionHead_->headBox());
   attentionLayout->addRow(attentionHint);
 
   exportSelected_ = new QPushButton(tr("Export selected..."));
@@ -93,43 +90,21 @@ ImageControls::ImageControls(int maxSamples, QWidget* parent) : QWidget(parent) 
   setLayersAndHeads(0, 0);
 }
 
-void ImageControls::setLayersAndHeads(int layers, int heads) {
-  const int layer = layer_->count() > 0 ? layer_->currentData().toInt() : wantedLayer_;
-  const int head = head_->count() > 0 ? head_->currentData().toInt() : wantedHead_;
-  const QSignalBlocker blockLayer(layer_), blockHead(head_);
-  layer_->clear();
-  head_->clear();
-  if (layers > 0 && heads > 0) {
-    for (int i = 0; i < layers; ++i) layer_->addItem(tr("Layer %1").arg(i + 1), i);
-    head_->addItem(tr("merged (all heads averaged)"), -1);
-    for (int i = 0; i < heads; ++i) head_->addItem(tr("Head %1").arg(i + 1), i);
-    layer_->setCurrentIndex(std::max(0, layer_->findData(layer)));
-    head_->setCurrentIndex(std::max(0, head_->findData(head)));
-  } else {
-    wantedLayer_ = layer;
-    wantedHead_ = head;
-  }
-  layer_->setEnabled(layers > 0);
-  head_->setEnabled(heads > 0);
-}
+void ImageControls::setLayersAndHeads(int layers, int heads) { attentionHead_->setShape(layers, heads); }
 
-int ImageControls::layer() const { return layer_->count() > 0 ? layer_->currentData().toInt() : -1; }
+int ImageControls::layer() const { return attentionHead_->layer(); }
 
-int ImageControls::head() const { return head_->count() > 0 ? head_->currentData().toInt() : -1; }
+int ImageControls::head() const { return attentionHead_->head(); }
 
 void ImageControls::restore(QSettings& settings) {
   sampling_->restore(settings);
-  wantedLayer_ = settings.value(QStringLiteral("layer"), 0).toInt();
-  wantedHead_ = settings.value(QStringLiteral("head"), -1).toInt();
-  if (layer_->count() > 0) layer_->setCurrentIndex(std::max(0, layer_->findData(wantedLayer_)));
-  if (head_->count() > 0) head_->setCurrentIndex(std::max(0, head_->findData(wantedHead_)));
+  attentionHead_->restore(settings, QStringLiteral("layer"), QStringLiteral("head"));
   liveAttention_->setChecked(settings.value(QStringLiteral("liveAttention"), true).toBool());
 }
 
 void ImageControls::save(QSettings& settings) const {
   sampling_->save(settings);
-  settings.setValue(QStringLiteral("layer"), layer_->count() > 0 ? layer() : wantedLayer_);
-  settings.setValue(QStringLiteral("head"), head_->count() > 0 ? head() : wantedHead_);
+  attentionHead_->save(settings, QStringLiteral("layer"), QStringLiteral("head"));
   settings.setValue(QStringLiteral("liveAttention"), liveAttention_->isChecked());
 }
 

@@ -4,6 +4,8 @@
 
 #include <QWidget>
 
+#include "core/layer_head_picker.h"
+
 class QCheckBox;
 class QComboBox;
 class QLabel;
@@ -26,7 +28,7 @@ class ImageControls : public QWidget {
   // it still exists.
   void setLayersAndHeads(int layers, int heads);
   int layer() const;  // -1 before a model is open
-  int head() const;   // -1: "merged", every head's weights averaged
+  int head() const;   // -1: all heads, their weights averaged
 
   // Sampling, attention choices (the model and folders are the tab's).
   void restore(QSettings& settings);
@@ -41,8 +43,8 @@ class ImageControls : public QWidget {
   QPushButton* generateButton() const { return generate_; }
   QPushButton* regenerateButton() const { return regenerate_; }
   QCheckBox* liveAttentionBox() const { return liveAttention_; }
-  QComboBox* layerBox() const { return layer_; }
-  QComboBox* headBox() const { return head_; }
+  QComboBox* layerBox() const { return attentionHead_->layerBox(); }
+  QComboBox* headBox() const { return attentionHead_->headBox(); }
   QPushButton* exportSelectedButton() const { return exportSelected_; }
   QPushButton* exportAllButton() const { return exportAll_; }
 
@@ -60,11 +62,9 @@ class ImageControls : public QWidget {
   QPushButton* generate_;
   QPushButton* regenerate_;
   QCheckBox* liveAttention_;
-  QComboBox* layer_;
-  QComboBox* head_;
+  LayerHeadPicker* attentionHead_;
   QPushButton* exportSelected_;
   QPushButton* exportAll_;
-  int wantedLayer_ = 0, wantedHead_ = -1;  // applied once a model says which exist
 };
 
 }  // namespace stx::studio

@@ -207,7 +207,7 @@ stx::engine::SampleRequest ImageTab::baseRequest() const {
   request.seed = sampling_->seed();
   if (liveAttention_->isChecked() && controls_->layer() >= 0) {
     request.probe_layer = controls_->layer();
-    request.probe_head = std::max(0, controls_->head());  // live: one head; "merged" shows the first
+    request.probe_head = std::max(0, controls_->head());  // live: one head; "all heads" shows the first
   }
   request.event_interval_seconds = 1.0 / 30;
   return request;

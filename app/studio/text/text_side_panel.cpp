@@ -9,11 +9,10 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSettings>
-#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
-#include <algorithm>
 
+#include "core/layer_head_picker.h"
 #include "core/sampling_controls.h"
 
 namespace stx::studio {
@@ -35,12 +34,7 @@ TextSidePanel::TextSidePanel(QWidget* parent) : QWidget(parent) {
 
   liveAttention_ = new QCheckBox(tr("Show attention while generating"));
   liveAttention_->setChecked(true);
-  layer_ = new QComboBox;
-  head_ = new QComboBox;
-  layer_->setToolTip(tr("The layer whose attention is drawn over the text"));
-  head_->setToolTip(
-      tr("The head whose attention is drawn; \"all heads\" averages them "
-         "(while generating, the first head is shown)"));
+  attentionHead_ = new LayerHeadPicker(0, this);
 
   generate_ = new QPushButton(tr("Generate"));
   generate_->setDefault(true);
@@ -60,8 +54,8 @@ TextSidePanel::TextSidePanel(QWidget* parent) : QWidget(parent) {
   auto* attention = new QGroupBox(tr("Attention"));
   auto* attentionForm = new QFormLayout(attention);
   attentionForm->addRow(liveAttention_);
-  attentionForm->addRow(tr("Layer"), layer_);
-  attentionForm->addRow(tr("Head"), head_);
+  attentionForm->addRow(tr("Layer"), attentionHead_->layerBox());
+  attentionForm->addRow(tr("Head"), attentionHead_->headBox());
   auto* exportRow = new QHBoxLayout;
   exportRow->addWidget(export_, 1);
   exportRow->addWidget(exportAll_);
@@ -75,40 +69,22 @@ TextSidePanel::TextSidePanel(QWidget* parent) : QWidget(parent) {
   setMinimumWidth(260);
   setMaximumWidth(340);
 
-  // Remembered apart from the pickers, which are emptied and refilled whenever another model opens.
-  connect(layer_, &QComboBox::currentIndexChanged, this, [this](int index) {
-    if (index >= 0) wantedLayer_ = layer_->itemData(index).toInt();
-  });
-  connect(head_, &QComboBox::currentIndexChanged, this, [this](int index) {
-    if (index >= 0) wantedHead_ = head_->itemData(index).toInt();
-  });
-  connect(layer_, &QComboBox::activated, this, &TextSidePanel::attentionHeadChosen);
-  connect(head_, &QComboBox::activated, this, &TextSidePanel::attentionHeadChosen);
+  connect(attentionHead_, &LayerHeadPicker::changed, this, &TextSidePanel::attentionHeadChosen);
 }
 
 void TextSidePanel::setModel(const stx::engine::ModelSummary* summary) {
-  const int wantedLayer = wantedLayer_, wantedHead = wantedHead_;
-  const QSignalBlocker blockLayer(layer_), blockHead(head_);
-  layer_->clear();
-  head_->clear();
-  if (!summary) return;
-  for (int l = 0; l < summary->layers; ++l) layer_->addItem(tr("Layer %1").arg(l + 1), l);
-  head_->addItem(tr("All heads (average)"), kAllHeads);
-  for (int h = 0; h < summary->heads; ++h) head_->addItem(tr("Head %1").arg(h + 1), h);
-  layer_->setCurrentIndex(std::max(layer_->findData(wantedLayer), 0));
-  head_->setCurrentIndex(std::max(head_->findData(wantedHead), 0));
+  attentionHead_->setShape(summary ? static_cast<int>(summary->layers) : 0,
+                           summary ? static_cast<int>(summary->heads) : 0);
 }
 
-int TextSidePanel::layer() const { return layer_->currentIndex() < 0 ? -1 : layer_->currentData().toInt(); }
+int TextSidePanel::layer() const { return attentionHead_->layer(); }
 
-int TextSidePanel::head() const {
-  return head_->currentIndex() < 0 ? wantedHead_ : head_->currentData().toInt();
-}
+int TextSidePanel::head() const { return attentionHead_->head(); }
 
 void TextSidePanel::setState(bool modelReady, bool generating, bool canExport, int samples) {
   generate_->setEnabled(modelReady && !generating);
-  layer_->setEnabled(modelReady);
-  head_->setEnabled(modelReady);
+  attentionHead_->layerBox()->setEnabled(modelReady);
+  attentionHead_->headBox()->setEnabled(modelReady);
   export_->setEnabled(canExport);
   exportAll_->setEnabled(canExport && samples > 1);
 }
@@ -120,12 +96,7 @@ void TextSidePanel::restore(QSettings& settings) {
   liveAttention_->setChecked(
       settings.value(QStringLiteral("liveAttention"), liveAttention_->isChecked()).toBool());
   exportAll_->setChecked(settings.value(QStringLiteral("exportAll"), exportAll_->isChecked()).toBool());
-  const int layer = settings.value(QStringLiteral("attentionLayer"), wantedLayer_).toInt();
-  const int head = settings.value(QStringLiteral("attentionHead"), wantedHead_).toInt();
-  wantedLayer_ = layer;
-  wantedHead_ = head;
-  if (layer_->count() > 0) layer_->setCurrentIndex(std::max(layer_->findData(layer), 0));
-  if (head_->count() > 0) head_->setCurrentIndex(std::max(head_->findData(head), 0));
+  attentionHead_->restore(settings, QStringLiteral("attentionLayer"), QStringLiteral("attentionHead"));
 }
 
 void TextSidePanel::save(QSettings& settings) const {
@@ -134,8 +105,7 @@ void TextSidePanel::save(QSettings& settings) const {
   settings.setValue(QStringLiteral("stopString"), stopString_->text());
   settings.setValue(QStringLiteral("liveAttention"), liveAttention_->isChecked());
   settings.setValue(QStringLiteral("exportAll"), exportAll_->isChecked());
-  settings.setValue(QStringLiteral("attentionLayer"), wantedLayer_);
-  settings.setValue(QStringLiteral("attentionHead"), wantedHead_);
+  attentionHead_->save(settings, QStringLiteral("attentionLayer"), QStringLiteral("attentionHead"));
 }
 
 }  // namespace stx::studio

@@ -6,6 +6,7 @@
 #include <QWidget>
 
 #include "core/engine_types.h"
+#include "core/layer_head_picker.h"
 
 class QCheckBox;
 class QComboBox;
@@ -23,7 +24,7 @@ class TextSidePanel : public QWidget {
   Q_OBJECT
 
  public:
-  static constexpr int kAllHeads = -1;  // the head picker's "all heads (average)"
+  static constexpr int kAllHeads = LayerHeadPicker::kAllHeads;
 
   explicit TextSidePanel(QWidget* parent = nullptr);
 
@@ -43,14 +44,14 @@ class TextSidePanel : public QWidget {
   QLabel* contextNote() const { return contextNote_; }
   QLineEdit* stopStringEdit() const { return stopString_; }
   QCheckBox* liveAttentionBox() const { return liveAttention_; }
-  QComboBox* layerBox() const { return layer_; }
-  QComboBox* headBox() const { return head_; }
+  QComboBox* layerBox() const { return attentionHead_->layerBox(); }
+  QComboBox* headBox() const { return attentionHead_->headBox(); }
   QPushButton* generateButton() const { return generate_; }
   QPushButton* exportButton() const { return export_; }
   QCheckBox* exportAllBox() const { return exportAll_; }
 
  signals:
-  // The user picked another layer or head.
+  // Another layer or head was picked (by the user, or restored from the settings).
   void attentionHeadChosen();
 
  private:
@@ -59,13 +60,10 @@ class TextSidePanel : public QWidget {
   QLabel* contextNote_;
   QLineEdit* stopString_;
   QCheckBox* liveAttention_;
-  QComboBox* layer_;
-  QComboBox* head_;
+  LayerHeadPicker* attentionHead_;
   QPushButton* generate_;
   QPushButton* export_;
   QCheckBox* exportAll_;
-  // From the settings or the user, applied whenever a model says how many layers and heads there are.
-  int wantedLayer_ = 0, wantedHead_ = 0;
 };
 
 }  // namespace stx::studio

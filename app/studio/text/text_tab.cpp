@@ -326,12 +326,10 @@ void TextTab::onInspected(int sample, int layer, int head, const TextView::Atten
   if (sample != view_->currentSample() || attention.positions.empty()) return;
   const auto strongest = std::max_element(attention.weights.begin(), attention.weights.end());
   const qint64 top = attention.positions[static_cast<size_t>(strongest - attention.weights.begin())];
-  const QString heads =
-      head == TextAttentionInspector::kAllHeads ? tr("all heads averaged") : tr("head %1").arg(head + 1);
   // One arg() call: a quoted character such as '%' must not be read as a placeholder.
-  attentionNote_->setText(tr("Byte %1 %2 (layer %3, %4) attended %5 positions, most of all byte %6 %7 (%8%)")
+  attentionNote_->setText(tr("Byte %1 %2 (%3) attended %4 positions, most of all byte %5 %6 (%7%)")
                               .arg(QString::number(attention.position),
-                                   view_->describeByte(attention.position), QString::number(layer + 1), heads,
+                                   view_->describeByte(attention.position), LayerHeadPicker::describe(layer, head),
                                    QString::number(attention.positions.size()), QString::number(top),
                                    view_->describeByte(top), QString::number(100.0 * *strongest, 'f', 0)) +
                           (pinned_ >= 0 ? tr(" · kept: click it again to let go") : QString()));
