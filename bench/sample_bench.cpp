@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,14 +33,17 @@ struct SampleBenchOptions {
   bool dense = true;
   // Both by default, timed one after the other at each position, so their ratio is measured side by side.
   std::vector<std::string> kv_caches = {"float32", "float16"};
+  // float16: the model's weights rounded to halves first, as `stx export --fp16` stores the bundled models,
+  // so the decoder keeps its matrices as halves. Timed after the float32 weights at each position.
+  std::vector<std::string> weights = {"float32"};
   std::string json_path;
 };
 
 struct Row {
-  std::string model, pattern, kv_cache;
+  std::string model, pattern, kv_cache, weights;
   int64_t batch = 0, position = 0, parameters = 0;
   double tokens_per_s = 0, steps_per_s = 0;
-  double vs_float32 = 0;  // tokens/s against the float32 row just before it; 0 when there is none
+  double vs_first = 0;  // tokens/s against the first row timed at this position; 0 for that row itself
 };
 
 // The small preset of each data kind, audio at the 65,536 context (5.5 s of 12 kHz audio) with the
@@ -64,10 +68,13 @@ std::vector<int64_t> positions_for(int64_t context) {
 
 // Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context).
 Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
-            const std::string& kv_cache) {
+            const std::string& kv_cache, const std::string& weights) {
   const int64_t capacity = model->config().context;
   models::IncrementalDecoder decoder(model, batch, capacity,
                                      kv_cache == "float16" ? kernels::DType::f16 : kernels::DType::f32);
+  if (weights == "float16" && decoder.half_weight_matrices() == 0) {
+    throw std::logic_error("stx-bench sample: the float16 model's matrices were not kept as halves");
+  }
   decoder.skip_to_for_timing(position);
   std::vector<int32_t> inputs(static_cast<size_t>(batch), 65);
   std::vector<float> logits(static_cast<size_t>(batch * 256));
@@ -94,35 +101,46 @@ void run(const SampleBenchOptions& o) {
   omp_set_num_threads(threads);
   std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
               "tokens/s counts every sample of the batch\n", threads);
-  std::printf("%-10s  %-8s  %9s  %-7s  %5s  %8s  %10s  %9s  %10s\n", "model", "pattern", "params", "kv", "batch",
-              "position", "tokens/s", "steps/s", "vs float32");
+  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %8s  %10s  %9s  %8s\n", "model", "pattern", "params", "weights",
+              "kv", "batch", "position", "tokens/s", "steps/s", "vs first");
   std::vector<Row> rows;
   for (const std::string& name : o.models) {
     for (bool dense : {false, true}) {
       if (dense && (!o.dense || name == "audio-long")) continue;  // audio's dense row already shows that curve
-      at::manual_seed(1);
       const models::ModelConfig config = config_for(o, name, dense);
+      // The same random weights (one seed), and a copy rounded to halves.
+      at::manual_seed(1);
       models::SparseTransformer model(config);
       model->eval();
+      at::manual_seed(1);
+      models::SparseTransformer model16(config);
+      model16->eval();
+      {
+        at::NoGradGuard no_grad;
+        for (at::Tensor p : model16->parameters()) p.copy_(p.to(at::kHalf).to(at::kFloat));
+      }
       for (int64_t batch : o.batches) {
         for (int64_t position : positions_for(config.context)) {
-          double float32_rate = 0;
-          for (const std::string& kv : o.kv_caches) {
-            Row r = time_at(model, batch, position, o.seconds_per_row, kv);
-            r.model = name;
-            r.pattern = kernels::to_string(config.pattern);
-            r.parameters = model->parameter_count();
-            r.kv_cache = kv;
-            if (kv == "float32") float32_rate = r.tokens_per_s;
-            else if (float32_rate > 0) r.vs_float32 = r.tokens_per_s / float32_rate;
-            char ratio[32] = "";
-            if (r.vs_float32 > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_float32);
-            std::printf("%-10s  %-8s  %9lld  %-7s  %5lld  %8lld  %10.0f  %9.0f  %10s\n", r.model.c_str(),
-                        r.pattern.c_str(), static_cast<long long>(r.parameters), kv.c_str(),
-                        static_cast<long long>(r.batch), static_cast<long long>(r.position), r.tokens_per_s,
-                        r.steps_per_s, ratio);
-            std::fflush(stdout);
-            rows.push_back(r);
+          double first_rate = 0;
+          for (const std::string& w : o.weights) {
+            for (const std::string& kv : o.kv_caches) {
+              Row r = time_at(w == "float16" ? model16 : model, batch, position, o.seconds_per_row, kv, w);
+              r.model = name;
+              r.pattern = kernels::to_string(config.pattern);
+              r.parameters = model->parameter_count();
+              r.kv_cache = kv;
+              r.weights = w;
+              if (first_rate == 0) first_rate = r.tokens_per_s;
+              else r.vs_first = r.tokens_per_s / first_rate;
+              char ratio[32] = "";
+              if (r.vs_first > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_first);
+              std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s\n", r.model.c_str(),
+                          r.pattern.c_str(), static_cast<long long>(r.parameters), w.c_str(), kv.c_str(),
+                          static_cast<long long>(r.batch), static_cast<long long>(r.position), r.tokens_per_s,
+                          r.steps_per_s, ratio);
+              std::fflush(stdout);
+              rows.push_back(r);
+            }
           }
         }
       }
@@ -133,8 +151,9 @@ void run(const SampleBenchOptions& o) {
   for (const Row& r : rows) {
     nlohmann::json record = {{"model", r.model},         {"pattern", r.pattern},         {"position", r.position},
                              {"tokens_per_s", r.tokens_per_s}, {"steps_per_s", r.steps_per_s}, {"batch", r.batch},
-                             {"parameters", r.parameters}, {"threads", threads},         {"kv_cache", r.kv_cache}};
-    if (r.vs_float32 > 0) record["vs_float32"] = r.vs_float32;
+                             {"parameters", r.parameters}, {"threads", threads},         {"kv_cache", r.kv_cache},
+                             {"weights", r.weights}};
+    if (r.vs_first > 0) record["vs_first"] = r.vs_first;
     records.push_back(record);
   }
   engine::write_file_atomic(o.json_path, records.dump(2) + "\n");
@@ -168,6 +187,12 @@ void register_sample_command(CLI::App& parent) {
   cmd->add_flag("!--no-dense", o->dense, "Skip the dense-pattern models");
   cmd->add_option("--kv-cache", o->kv_caches,
                   "KV cache types to time at each position, side by side: float32, float16 (comma list)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"float32", "float16"}))
+      ->capture_default_str();
+  cmd->add_option("--weights", o->weights,
+                  "Weights to time at each position, side by side: float32, float16 (the model rounded to halves, "
+                  "as the bundled models are stored; comma list)")
       ->delimiter(',')
       ->check(CLI::IsMember({"float32", "float16"}))
       ->capture_default_str();

@@ -59,6 +59,8 @@ void small_linear(const SmallLinearParams& p_in) {
                        std::to_string(p_in.out));
   if (p_in.rows == 0) return;
   STX_KERNEL_CHECK(p_in.x && p_in.weight_t && p_in.y, std::string(op) + ": x, weight_t and y must not be null");
+  STX_KERNEL_CHECK(p_in.weight_dtype == DType::f32 || p_in.weight_dtype == DType::f16,
+                   std::string(op) + ": weights must be f32 or f16, got " + to_string(p_in.weight_dtype));
   SmallLinearParams p = p_in;
   if (p.x_stride == 0) p.x_stride = p.in;
   if (p.y_stride == 0) p.y_stride = p.out;

@@ -45,7 +45,12 @@ template <class LinearWeights>
 void linear(const float* x, int64_t rows, const LinearWeights& layer, float* y) {
   kernels::SmallLinearParams p;
   p.x = x;
-  p.weight_t = layer.weight_t.data();
+  if (layer.weight_t_half.empty()) {
+    p.weight_t = layer.weight_t.data();
+  } else {
+    p.weight_t = layer.weight_t_half.data();
+    p.weight_dtype = kernels::DType::f16;
+  }
   p.bias = layer.bias.data();
   p.y = y;
   p.rows = rows;
@@ -87,13 +92,33 @@ void IncrementalDecoder::load_row(const unsigned char* row, float* dst) const {
   }
 }
 
-IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear& linear) {
+IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear& linear, bool half_when_exact) {
   Linear l;
   l.in = linear->weight.size(1);
   l.out = linear->weight.size(0);
   l.weight_t = to_floats(linear->weight.t());
   l.bias = to_floats(linear->bias);
+  if (half_when_exact) {
+    // Halves only when they hold every value exactly (compared as bits, so -0.0 and NaNs count too).
+    const auto count = static_cast<int64_t>(l.weight_t.size());
+    std::vector<uint16_t> half(l.weight_t.size());
+    std::vector<float> back(l.weight_t.size());
+    kernels::convert_to_half(l.weight_t.data(), half.data(), count);
+    kernels::convert_from_half(half.data(), back.data(), count);
+    if (std::memcmp(back.data(), l.weight_t.data(), sizeof(float) * l.weight_t.size()) == 0) {
+      l.weight_t_half = std::move(half);
+      l.weight_t = {};
+    }
+  }
   return l;
+}
+
+int IncrementalDecoder::half_weight_matrices() const {
+  int count = output_.weight_t_half.empty() ? 0 : 1;
+  for (const Layer& l : layers_) {
+    for (const Linear* m : {&l.qkv, &l.attention_out, &l.ff_in, &l.ff_out}) count += m->weight_t_half.empty() ? 0 : 1;
+  }
+  return count;
 }
 
 IncrementalDecoder::Norm IncrementalDecoder::snapshot(const torch::nn::LayerNorm& norm) {
@@ -101,7 +126,7 @@ IncrementalDecoder::Norm IncrementalDecoder::snapshot(const torch::nn::LayerNorm
 }
 
 IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity,
-                                       kernels::DType cache_dtype)
+                                       kernels::DType cache_dtype, bool half_weights)
     : config_(model->config()),
       batch_(batch),
       capacity_(capacity == 0 ? model->config().context : capacity),
@@ -124,10 +149,10 @@ IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, 
     Layer l;
     l.norm_attention = snapshot(block->norm_attention);
     l.norm_ff = snapshot(block->norm_ff);
-    l.qkv = snapshot(block->qkv);
-    l.attention_out = snapshot(block->attention_out);
-    l.ff_in = snapshot(block->ff_in);
-    l.ff_out = snapshot(block->ff_out);
+    l.qkv = snapshot(block->qkv, half_weights);
+    l.attention_out = snapshot(block->attention_out, half_weights);
+    l.ff_in = snapshot(block->ff_in, half_weights);
+    l.ff_out = snapshot(block->ff_out, half_weights);
     l.patterns = block->patterns();
     // Strided heads read every l-th key before i: with the cache in column order those are contiguous.
     const bool all_strided = std::all_of(l.patterns.begin(), l.patterns.end(), [&](const kernels::HeadPattern& h) {
@@ -143,7 +168,7 @@ IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, 
     layers_.push_back(std::move(l));
   }
   final_norm_ = snapshot(model->final_norm);
-  output_ = snapshot(model->output);
+  output_ = snapshot(model->output, half_weights);
   const auto rows = static_cast<size_t>(batch_);
   h_.resize(rows * d);
   normed_.resize(rows * d);

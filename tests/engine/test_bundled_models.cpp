@@ -10,6 +10,7 @@
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
 #include "stx/engine/model_session.h"
+#include "stx/models/decoder.h"
 
 namespace {
 
@@ -62,6 +63,10 @@ TEST_P(BundledModel, IsFoundByNameLoadsAndMatchesItsCard) {
   const at::Tensor logits = bundle.model->forward(bytes);
   EXPECT_TRUE(at::isfinite(logits).all().item<bool>());
   EXPECT_GT(logits.std().item<double>(), 0.1);
+
+  // Shipped in fp16, so generation reads every weight matrix as halves: half the bytes a step reads.
+  stx::models::IncrementalDecoder decoder(bundle.model, 1, 64);
+  EXPECT_EQ(decoder.half_weight_matrices(), 4 * c.layers + 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, BundledModel,

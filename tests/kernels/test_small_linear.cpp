@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -68,6 +69,61 @@ TEST(SmallLinear, MatchesReferenceOnEveryInstructionSet) {
   }
 }
 
+// Half weights (a model exported in fp16) are widened exactly and go through the same arithmetic, so they
+// must give the very bits of their widened floats, on every path, tails and partial row tiles included.
+TEST(SmallLinear, HalfWeightsGiveTheBitsOfTheirWidenedFloats) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const Shape shapes[] = {{1, 1, 1}, {1, 192, 576}, {2, 17, 63}, {5, 768, 192}, {9, 256, 257}, {13, 40, 77},
+                          {16, 192, 256}};
+  for (const Shape& s : shapes) {
+    const int64_t x_stride = s.in + 1, y_stride = s.out + 2;
+    std::vector<float> x(static_cast<size_t>(s.rows * x_stride)), w(static_cast<size_t>(s.in * s.out)),
+        bias(static_cast<size_t>(s.out));
+    for (float& v : x) v = normal(rng);
+    for (float& v : w) v = normal(rng);
+    for (float& v : bias) v = normal(rng);
+    std::vector<uint16_t> half(w.size());
+    convert_to_half(w.data(), half.data(), static_cast<int64_t>(w.size()));
+    std::vector<float> widened(w.size());
+    convert_from_half(half.data(), widened.data(), static_cast<int64_t>(w.size()));
+    for (CpuIsa isa : stx::test::supported_cpu_isas()) {
+      SCOPED_TRACE(std::string(to_string(isa)) + " rows " + std::to_string(s.rows) + " in " +
+                   std::to_string(s.in) + " out " + std::to_string(s.out));
+      stx::test::ForcedCpuIsa forced(isa);
+      SmallLinearParams p;
+      p.x = x.data();
+      p.bias = bias.data();
+      p.rows = s.rows;
+      p.in = s.in;
+      p.out = s.out;
+      p.x_stride = x_stride;
+      p.y_stride = y_stride;
+      std::vector<float> from_floats(static_cast<size_t>(s.rows * y_stride), 0.0f), from_halves = from_floats;
+      p.weight_t = widened.data();
+      p.y = from_floats.data();
+      small_linear(p);
+      p.weight_t = half.data();
+      p.weight_dtype = DType::f16;
+      p.y = from_halves.data();
+      small_linear(p);
+      for (size_t i = 0; i < from_floats.size(); ++i) {
+        ASSERT_EQ(std::memcmp(&from_floats[i], &from_halves[i], sizeof(float)), 0)
+            << "element " << i << ": " << from_floats[i] << " from floats, " << from_halves[i] << " from halves";
+      }
+      // And the halves were really used: the unrounded weights give other bits somewhere.
+      p.weight_t = w.data();
+      p.weight_dtype = DType::f32;
+      std::vector<float> unrounded(from_floats.size(), 0.0f);
+      p.y = unrounded.data();
+      small_linear(p);
+      if (s.in * s.out > 1) {
+        EXPECT_NE(unrounded, from_halves);
+      }
+    }
+  }
+}
+
 TEST(SmallLinear, BadCallsThrow) {
   std::vector<float> x(4), w(4), y(4);
   SmallLinearParams p;
@@ -82,6 +138,9 @@ TEST(SmallLinear, BadCallsThrow) {
   p.x_stride = 1;  // shorter than a row
   EXPECT_THROW(small_linear(p), Error);
   p.x_stride = 0;
+  p.weight_dtype = DType::bf16;  // not a weight type this kernel reads
+  EXPECT_THROW(small_linear(p), Error);
+  p.weight_dtype = DType::f32;
   p.y = nullptr;
   EXPECT_THROW(small_linear(p), Error);
 }

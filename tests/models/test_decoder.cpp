@@ -134,6 +134,43 @@ TEST(IncrementalDecoder, HalfCacheStaysCloseToForward) {
   EXPECT_THROW(IncrementalDecoder(model, 1, 0, stx::kernels::DType::bf16), std::invalid_argument);
 }
 
+// A model whose weights are halves already (exported in fp16, as the bundled models are) keeps its matrices
+// as halves, and its logits are bit for bit those of float32 weights: widening a half is exact. A model
+// with other weights keeps float32.
+TEST(IncrementalDecoder, HalfWeightsGiveTheLogitsOfTheirFloats) {
+  const int threads_before = at::get_num_threads();
+  for (const Pattern pattern : {Pattern::strided, Pattern::fixed}) {
+    SCOPED_TRACE(stx::kernels::to_string(pattern));
+    const ModelConfig config = small_config(pattern);
+    SparseTransformer model = random_model(config);
+    {
+      IncrementalDecoder unrounded(model, 1);
+      EXPECT_EQ(unrounded.half_weight_matrices(), 0);
+    }
+    {
+      at::NoGradGuard no_grad;
+      for (at::Tensor p : model->parameters()) p.copy_(p.to(at::kHalf).to(at::kFloat));
+    }
+    at::manual_seed(8);
+    const int64_t batch = 19, length = 40;  // split over two threads below, with partial row tiles
+    const at::Tensor bytes = at::randint(0, 256, {batch, length}, at::kLong);
+    at::set_num_threads(2);
+    omp_set_num_threads(2);
+    for (const int64_t samples : {int64_t{1}, batch}) {
+      IncrementalDecoder halves(model, samples, 0, stx::kernels::DType::f16);
+      IncrementalDecoder floats(model, samples, 0, stx::kernels::DType::f16, /*half_weights=*/false);
+      EXPECT_EQ(halves.half_weight_matrices(), 4 * config.layers + 1);
+      EXPECT_EQ(floats.half_weight_matrices(), 0);
+      const at::Tensor rows = bytes.narrow(0, 0, samples);
+      const at::Tensor got = decoded_logits(halves, rows);
+      EXPECT_TRUE(at::equal(got, decoded_logits(floats, rows))) << samples << " sample(s)";
+      EXPECT_LT((got - full_logits(model, rows)).abs().max().item<double>(), tolerance_for(stx::kernels::DType::f16));
+    }
+  }
+  at::set_num_threads(threads_before);
+  omp_set_num_threads(threads_before);
+}
+
 TEST(IncrementalDecoder, RewindReplaysTheSameLogits) {
   const ModelConfig config = small_config(Pattern::strided);
   SparseTransformer model = random_model(config);

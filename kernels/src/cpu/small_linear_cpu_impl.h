@@ -14,7 +14,12 @@ constexpr int kLinearRows = 4;
 constexpr int kLinearCV = kAccRegs / kLinearRows;                // 4 with AVX-512, 3 otherwise
 constexpr int64_t kLinearTile = static_cast<int64_t>(kLinearCV) * W;  // columns per tile
 
-template <int R, int CV>
+inline float widen_scalar(float w) { return w; }
+inline float widen_scalar(uint16_t w) { return half_to_float(w); }
+
+// C: the weights' element type, float or uint16_t (IEEE half bits), widened as they are loaded. The
+// arithmetic is the same for both, so half weights give the bits their widened floats give.
+template <class C, int R, int CV>
 void linear_tile(const SmallLinearParams& p, int64_t row0, int64_t col0) {
   vfloat acc[R][CV];
 #pragma GCC unroll 4
@@ -23,10 +28,10 @@ void linear_tile(const SmallLinearParams& p, int64_t row0, int64_t col0) {
     for (int v = 0; v < CV; ++v) acc[r][v] = p.bias ? load(p.bias + col0 + v * W) : vfloat{};
   const float* x = p.x + row0 * p.x_stride;
   for (int64_t i = 0; i < p.in; ++i) {
-    const float* w = p.weight_t + i * p.out + col0;
+    const C* w = static_cast<const C*>(p.weight_t) + i * p.out + col0;
     vfloat wv[CV];
 #pragma GCC unroll 4
-    for (int v = 0; v < CV; ++v) wv[v] = load(w + v * W);
+    for (int v = 0; v < CV; ++v) wv[v] = load_row(w + v * W);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const vfloat xv = splat(x[r * p.x_stride + i]);
@@ -41,34 +46,34 @@ void linear_tile(const SmallLinearParams& p, int64_t row0, int64_t col0) {
 }
 
 // Every row of the CV-vector column strip at col0, kLinearRows rows at a time.
-template <int CV>
+template <class C, int CV>
 void linear_strip(const SmallLinearParams& p, int64_t col0) {
   for (int64_t row0 = 0; row0 < p.rows; row0 += kLinearRows) {
     switch (std::min<int64_t>(kLinearRows, p.rows - row0)) {
-      case 1: linear_tile<1, CV>(p, row0, col0); break;
-      case 2: linear_tile<2, CV>(p, row0, col0); break;
-      case 3: linear_tile<3, CV>(p, row0, col0); break;
-      default: linear_tile<4, CV>(p, row0, col0); break;
+      case 1: linear_tile<C, 1, CV>(p, row0, col0); break;
+      case 2: linear_tile<C, 2, CV>(p, row0, col0); break;
+      case 3: linear_tile<C, 3, CV>(p, row0, col0); break;
+      default: linear_tile<C, 4, CV>(p, row0, col0); break;
     }
   }
 }
 
 // Columns [col0, out) that make no whole vector, for every row.
+template <class C>
 void linear_tail(const SmallLinearParams& p, int64_t col0) {
   for (int64_t r = 0; r < p.rows; ++r) {
     float* y = p.y + r * p.y_stride;
     for (int64_t c = col0; c < p.out; ++c) y[c] = p.bias ? p.bias[c] : 0.0f;
     for (int64_t i = 0; i < p.in; ++i) {
       const float xv = p.x[r * p.x_stride + i];
-      const float* w = p.weight_t + i * p.out;
-      for (int64_t c = col0; c < p.out; ++c) y[c] += xv * w[c];
+      const C* w = static_cast<const C*>(p.weight_t) + i * p.out;
+      for (int64_t c = col0; c < p.out; ++c) y[c] += xv * widen_scalar(w[c]);
     }
   }
 }
 
-}  // namespace
-
-void small_linear(const SmallLinearParams& p) {
+template <class C>
+void small_linear_of(const SmallLinearParams& p) {
   const int64_t tiles = p.out / kLinearTile;
   const int64_t vectors_left = (p.out - tiles * kLinearTile) / W;  // fewer than kLinearCV
   const int64_t strips = tiles + vectors_left;
@@ -76,13 +81,20 @@ void small_linear(const SmallLinearParams& p) {
 #pragma omp parallel for schedule(static) if (threaded)
   for (int64_t s = 0; s < strips; ++s) {
     if (s < tiles) {
-      linear_strip<kLinearCV>(p, s * kLinearTile);
+      linear_strip<C, kLinearCV>(p, s * kLinearTile);
     } else {
-      linear_strip<1>(p, tiles * kLinearTile + (s - tiles) * W);
+      linear_strip<C, 1>(p, tiles * kLinearTile + (s - tiles) * W);
     }
   }
   const int64_t done = tiles * kLinearTile + vectors_left * W;
-  if (done < p.out) linear_tail(p, done);
+  if (done < p.out) linear_tail<C>(p, done);
+}
+
+}  // namespace
+
+void small_linear(const SmallLinearParams& p) {
+  if (p.weight_dtype == DType::f16) return small_linear_of<uint16_t>(p);
+  small_linear_of<float>(p);
 }
 
 }  // namespace stx::kernels::detail::STX_CPU_NAMESPACE

@@ -7,18 +7,23 @@
 // once, contiguously, for all rows together: with few rows the product is bound by reading the weights,
 // and LibTorch's per-call overhead (about 5 us) would cost more than the arithmetic.
 //
-// CPU only, float32, threaded over column tiles; the instruction set is chosen like the attention kernels'.
+// CPU only, float32 arithmetic, threaded over column tiles; the instruction set is chosen like the
+// attention kernels'. The weights may be IEEE halves (weight_dtype f16), widened in registers: one sample's
+// product is bound by reading them, and halves are half the bytes. Widening is exact, so weights that are
+// halves already (a model exported in fp16) give the same bits either way.
 #pragma once
 
 #include <cstdint>
 
+#include "stx/kernels/attention.h"  // DType
 #include "stx/kernels/error.h"
 
 namespace stx::kernels {
 
 struct SmallLinearParams {
   const float* x = nullptr;         // [rows, in], row stride x_stride
-  const float* weight_t = nullptr;  // [in, out], contiguous
+  const void* weight_t = nullptr;   // [in, out], contiguous, of weight_dtype
+  DType weight_dtype = DType::f32;   // f32, or f16 (IEEE half bits, as kernels::convert_to_half writes them)
   const float* bias = nullptr;      // [out], or null for none
   float* y = nullptr;               // [rows, out], row stride y_stride; must not overlap x
   int64_t rows = 0, in = 0, out = 0;

@@ -7,8 +7,9 @@
 //   decoder.step(inputs.data(), logits.data());   // logits of byte 0, for each of the 4 samples
 //
 // Step i takes the input token of position i (byte i-1, or 256 at i = 0) and returns the logits of byte i,
-// exactly what SparseTransformer::forward gives at row i. The decoder copies the weights once (fp32,
-// transposed for the matrix-vector products), so later changes to the model do not reach it.
+// exactly what SparseTransformer::forward gives at row i. The decoder copies the weights once (fp32, or
+// fp16 where that is exact; transposed for the matrix-vector products), so later changes to the model do
+// not reach it.
 //
 // Why not eager LibTorch: a step is about 15 small ops per layer, and at about 5 us of dispatch each the
 // ops alone would cap a small audio model far below real time (12,000 samples/s). Here the cost of a step
@@ -34,12 +35,19 @@ class IncrementalDecoder {
   // cache_dtype f32 keeps the keys and values exactly; f16 stores them as IEEE halves: half the memory,
   // and late steps of a batch, which are bound by reading the cache, run faster. Logits then differ from
   // the forward pass by the rounding of k and v (about 1e-3 relative), the same for every run.
+  //
+  // A weight matrix whose every value is an IEEE half already (a model exported with fp16 weights, as the
+  // bundled ones are) is kept as halves and widened in registers: one sample's step is bound by reading the
+  // weights, and halves are half the bytes. Widening is exact, so the logits are bit for bit those of
+  // float32 weights; half_weights false keeps float32 anyway. Any other matrix stays float32.
   IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity = 0,
-                     kernels::DType cache_dtype = kernels::DType::f32);
+                     kernels::DType cache_dtype = kernels::DType::f32, bool half_weights = true);
 
   int64_t batch() const { return batch_; }
   int64_t capacity() const { return capacity_; }
   kernels::DType cache_dtype() const { return cache_dtype_; }
+  // Weight matrices kept as halves (see the constructor), of the layers' and the output's.
+  int half_weight_matrices() const;
   const ModelConfig& config() const { return config_; }
   // The position the next step() decodes.
   int64_t position() const { return position_; }
@@ -65,7 +73,9 @@ class IncrementalDecoder {
 
  private:
   struct Linear {
-    std::vector<float> weight_t;  // [in, out]: the transposed torch weight, so outputs are contiguous
+    // [in, out]: the transposed torch weight, so outputs are contiguous. One of the two is filled.
+    std::vector<float> weight_t;
+    std::vector<uint16_t> weight_t_half;
     std::vector<float> bias;      // [out]
     int64_t in = 0, out = 0;
   };
@@ -100,7 +110,7 @@ class IncrementalDecoder {
   void step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1);
   void embed(const int32_t* input_tokens, int64_t b0, int64_t b1);
   void attention(Layer& layer, int layer_index, int64_t b0, int64_t b1);
-  static Linear snapshot(const torch::nn::Linear& linear);
+  static Linear snapshot(const torch::nn::Linear& linear, bool half_when_exact);
   static Norm snapshot(const torch::nn::LayerNorm& norm);
 
   // Samples per thread before a step is split by samples: two of small_linear's 4-row tiles.
