@@ -52,6 +52,8 @@ class AudioPlayer : public QObject {
   // playback stopped.
   qint64 position() const;
   qint64 frames() const;
+  // Playing a clip that is still growing, and every frame that has arrived was handed to the device.
+  bool waitingForBytes() const { return isPlaying() && !complete_.load() && consumed_.load() >= frames(); }
 
  signals:
   void positionChanged(qint64 frame);

@@ -255,6 +255,8 @@ void AudioTab::connectWorker() {
     tokensPerSecond_ = p.tokens_per_second;
     progress_->update(p.position, p.length, p.tokens_per_second, tr("tok"), p.eta_seconds);
     context()->setStatus(this, modelName(), device_, p.tokens_per_second);
+    // Each sample grows at its share of the rate: what playing one while it grows must keep behind.
+    playback_->setGenerationRate(p.tokens_per_second / std::max(1, waveform_->laneCount()), p.length);
   });
   connect(worker, &EngineWorker::attentionProbe, this, [this](const stx::engine::AttentionProbe& probe) {
     if (liveProbes_.size() >= kLiveProbesKept) liveProbes_.erase(liveProbes_.begin());

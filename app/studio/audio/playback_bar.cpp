@@ -5,6 +5,8 @@
 #include <QLocale>
 #include <QPushButton>
 #include <QStyle>
+#include <algorithm>
+#include <cmath>
 
 #include "audio/audio_player.h"
 #include "audio/waveform_view.h"
@@ -18,7 +20,21 @@ QString seconds_text(qint64 frames) {
   return QLocale().toString(static_cast<double>(frames) / stx::engine::kSampleRate, 'f', 3);
 }
 
+constexpr double kRateMargin = 1.15;  // the rate is taken this much lower than measured
+constexpr qint64 kLeadFrames = stx::engine::kSampleRate / 4;
+
 }  // namespace
+
+qint64 frames_needed_to_play(qint64 from, qint64 total, double rate) {
+  // Playback reaches frame f, (f - from) / 12,000 s after it starts; by then generation, which had G
+  // frames, has G + rate * (f - from) / 12,000. G must cover f at every f up to total: when generation is
+  // slower than playback the end is the tightest, else the start.
+  const double safe_rate = rate / kRateMargin;
+  const double real_time = stx::engine::kSampleRate;
+  const double at_end = static_cast<double>(total) - safe_rate * static_cast<double>(total - from) / real_time;
+  const auto needed = static_cast<qint64>(std::ceil(std::max(at_end, static_cast<double>(from)))) + kLeadFrames;
+  return std::min(needed, total);
+}
 
 PlaybackBar::PlaybackBar(WaveformView* view, QWidget* parent) : QWidget(parent), view_(view) {
   player_ = new AudioPlayer(this);
@@ -45,13 +61,18 @@ PlaybackBar::PlaybackBar(WaveformView* view, QWidget* parent) : QWidget(parent),
 
   connect(play_, &QPushButton::clicked, this, &PlaybackBar::play);
   connect(stop_, &QPushButton::clicked, this, &PlaybackBar::stop);
-  connect(view_, &WaveformView::laneSelected, this, [this] {
-    player_->stop();
-    refresh();
-  });
+  connect(view_, &WaveformView::laneSelected, this, &PlaybackBar::stop);
   connect(player_, &AudioPlayer::positionChanged, this, [this](qint64 frame) {
     view_->setPlayhead(frame);
     showTime(frame);
+    // Caught up with a sample that is still growing: pause and buffer again rather than stutter.
+    // It resumes from what was heard: stopping drops what the device still held.
+    if (generating_ && rate_ > 0 && player_->waitingForBytes()) {
+      player_->stop();
+      buffering_ = true;
+      bufferFrom_ = player_->position();
+      startWhenBuffered();
+    }
   });
   connect(player_, &AudioPlayer::playingChanged, this, [this](bool playing) {
     if (!playing) view_->setPlayhead(-1);
@@ -63,37 +84,79 @@ PlaybackBar::PlaybackBar(WaveformView* view, QWidget* parent) : QWidget(parent),
 
 void PlaybackBar::play() {
   const int lane = view_->selectedLane();
-  const Bytes& bytes = view_->laneBytes(lane);
-  if (bytes.empty() || !player_->available()) return;
-  player_->setAudio(bytes, !generating_);
+  if (view_->laneBytes(lane).empty() || !player_->available()) return;
   lane_ = lane;
   const qint64 cursor = view_->cursor();
-  player_->play(cursor >= 0 ? cursor : 0);
+  bufferFrom_ = cursor >= 0 ? cursor : 0;
+  if (generating_ && rate_ > 0 && total_ > 0) {
+    buffering_ = true;
+    startWhenBuffered();
+  } else {
+    startPlaying(bufferFrom_);
+  }
 }
 
-void PlaybackBar::stop() { player_->stop(); }
+void PlaybackBar::startPlaying(qint64 from) {
+  buffering_ = false;
+  if (player_->available()) note_->clear();
+  player_->setAudio(view_->laneBytes(lane_), !generating_);
+  player_->play(from);
+  refresh();
+}
+
+void PlaybackBar::startWhenBuffered() {
+  const auto have = static_cast<qint64>(view_->laneBytes(lane_).size());
+  const qint64 needed = frames_needed_to_play(bufferFrom_, total_, rate_);
+  if (!generating_ || have >= needed) {
+    startPlaying(bufferFrom_);
+    return;
+  }
+  const double wait = static_cast<double>(needed - have) / rate_;
+  note_->setText(tr("Buffering: playback starts in about %1 s (generation runs at %2x real time)")
+                     .arg(QLocale().toString(std::ceil(wait), 'f', 0),
+                          QLocale().toString(rate_ / stx::engine::kSampleRate, 'f', 2)));
+  refresh();
+}
+
+void PlaybackBar::stop() {
+  if (buffering_) {
+    buffering_ = false;
+    note_->clear();
+  }
+  player_->stop();
+  refresh();
+}
 
 void PlaybackBar::setGenerating(bool generating) {
   generating_ = generating;
   if (generating) {
-    player_->stop();  // the lanes start over
+    stop();  // the lanes start over
+    rate_ = 0;
+    total_ = 0;
   } else {
     player_->setComplete(true);
+    if (buffering_) startPlaying(bufferFrom_);  // everything is there now
   }
   refresh();
+}
+
+void PlaybackBar::setGenerationRate(double framesPerSecond, qint64 totalFrames) {
+  rate_ = framesPerSecond;
+  total_ = totalFrames;
 }
 
 void PlaybackBar::appendBytes(int lane, const std::string& bytes) {
   if (player_->isPlaying() && lane == lane_) {
     player_->append(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   }
+  if (buffering_ && lane == lane_) startWhenBuffered();
   if (!play_->isEnabled()) refresh();  // the first bytes make Play possible
 }
 
 void PlaybackBar::refresh() {
   const bool hasAudio = !view_->laneBytes(view_->selectedLane()).empty();
-  play_->setEnabled(player_->available() && !player_->isPlaying() && hasAudio);
-  stop_->setEnabled(player_->isPlaying());
+  play_->setEnabled(player_->available() && !player_->isPlaying() && !buffering_ && hasAudio);
+  stop_->setEnabled(player_->isPlaying() || buffering_);
 }
 
 void PlaybackBar::showTime(qint64 frame) {

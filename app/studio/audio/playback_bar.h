@@ -1,9 +1,16 @@
 // Play and Stop for the waveform's selected sample, from its cursor, with the time played and, when there is
 // no audio device, the reason Play is off. Playback may start while the sample is still being generated:
 // the tab passes new bytes on with appendBytes() and says when generation has ended.
+//
+// Generation on a CPU often runs slower than real time (a 2-core machine makes about 5,000 of the 12,000
+// samples a second of audio needs). Played as it arrives, such a sample would stutter: a fraction of a
+// second of sound, then silence while the player waits. So, like a streaming player, Play waits until
+// enough has arrived to play through to the end without a gap at the measured rate ("Buffering..."), and
+// if playback still catches up (the rate fell), it pauses and buffers again from where it was.
 #pragma once
 
 #include <QWidget>
+#include <QtGlobal>
 #include <string>
 
 class QLabel;
@@ -13,6 +20,11 @@ namespace stx::studio {
 
 class AudioPlayer;
 class WaveformView;
+
+// Frames of a growing sample that must exist before playing it from frame `from`, so that playback at
+// 12 kHz never catches up with generation, which adds `rate` frames a second until `total` frames exist.
+// A margin covers a rate that dips: the rate is taken 15% lower, and a quarter second more is kept ahead.
+qint64 frames_needed_to_play(qint64 from, qint64 total, double rate);
 
 class PlaybackBar : public QWidget {
   Q_OBJECT
@@ -24,6 +36,10 @@ class PlaybackBar : public QWidget {
   void stop();
   // While true, playback waits at the end of what has arrived instead of ending there.
   void setGenerating(bool generating);
+  // How fast each sample grows (frames a second) and how long it will be: without them, Play starts at once.
+  void setGenerationRate(double framesPerSecond, qint64 totalFrames);
+  // Play was pressed and waits for enough of the sample to play it through.
+  bool buffering() const { return buffering_; }
   // New bytes at the end of lane `lane` (SampleBytes).
   void appendBytes(int lane, const std::string& bytes);
   // The view's lanes changed: Play may have become possible.
@@ -39,6 +55,9 @@ class PlaybackBar : public QWidget {
 
  private:
   void showTime(qint64 frame);
+  // Starts playing from bufferFrom_ once enough has arrived (or generation ended); else says how long.
+  void startWhenBuffered();
+  void startPlaying(qint64 from);
 
   WaveformView* view_;
   AudioPlayer* player_;
@@ -47,7 +66,11 @@ class PlaybackBar : public QWidget {
   QLabel* time_;
   QLabel* note_;
   bool generating_ = false;
-  int lane_ = -1;  // the lane playing
+  int lane_ = -1;  // the lane playing, or waiting to
+  bool buffering_ = false;
+  qint64 bufferFrom_ = 0;
+  double rate_ = 0;  // frames a second per sample, while generating
+  qint64 total_ = 0;
 };
 
 }  // namespace stx::studio
