@@ -63,7 +63,7 @@ class ImageTabTest : public QObject {
     auto tab = std::make_unique<ImageTab>(&context_);
     tab->resize(1200, 800);
     tab->useModel(model_);
-    wait_until([&] { return tab->modelReady(); });
+    wait_until([&] { return tab->modelReady() && !tab->busy(); });  // announced before its job ends
     return tab;
   }
   // Generates with the tab's current settings and waits for the job to end.

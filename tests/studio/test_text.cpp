@@ -145,7 +145,8 @@ void TextTabTest::initTestCase() {
 std::unique_ptr<TextTab> TextTabTest::readyTab(StudioContext& context) {
   auto tab = std::make_unique<TextTab>(&context);
   tab->useModel(model_);
-  if (!wait_until([&] { return tab->modelReady(); })) return nullptr;
+  // Ready and idle: the model is announced before its job ends, and Generate does nothing while a job runs.
+  if (!wait_until([&] { return tab->modelReady() && !tab->busy(); })) return nullptr;
   return tab;
 }
 
