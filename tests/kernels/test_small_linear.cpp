@@ -18,6 +18,22 @@ struct Shape {
   int64_t rows, in, out;
 };
 
+// x [rows, x_stride] times weights [in, out] plus bias, into y [rows, y_stride].
+SmallLinearParams product(const Shape& s, const float* x, int64_t x_stride, const void* weights, const float* bias,
+                          float* y, int64_t y_stride) {
+  SmallLinearParams p;
+  p.x = x;
+  p.weight_t = weights;
+  p.bias = bias;
+  p.y = y;
+  p.rows = s.rows;
+  p.in = s.in;
+  p.out = s.out;
+  p.x_stride = x_stride;
+  p.y_stride = y_stride;
+  return p;
+}
+
 TEST(SmallLinear, MatchesReferenceOnEveryInstructionSet) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -45,17 +61,7 @@ TEST(SmallLinear, MatchesReferenceOnEveryInstructionSet) {
                      std::to_string(s.in) + " out " + std::to_string(s.out) + (with_bias ? " bias" : ""));
         stx::test::ForcedCpuIsa forced(isa);
         std::vector<float> y(static_cast<size_t>(s.rows * y_stride), NAN);
-        SmallLinearParams p;
-        p.x = x.data();
-        p.weight_t = w.data();
-        p.bias = with_bias ? bias.data() : nullptr;
-        p.y = y.data();
-        p.rows = s.rows;
-        p.in = s.in;
-        p.out = s.out;
-        p.x_stride = x_stride;
-        p.y_stride = y_stride;
-        small_linear(p);
+        small_linear(product(s, x.data(), x_stride, w.data(), with_bias ? bias.data() : nullptr, y.data(), y_stride));
         for (int64_t r = 0; r < s.rows; ++r) {
           for (int64_t c = 0; c < s.out; ++c) {
             const double expected = want[r * s.out + c];
@@ -91,17 +97,9 @@ TEST(SmallLinear, HalfWeightsGiveTheBitsOfTheirWidenedFloats) {
       SCOPED_TRACE(std::string(to_string(isa)) + " rows " + std::to_string(s.rows) + " in " +
                    std::to_string(s.in) + " out " + std::to_string(s.out));
       stx::test::ForcedCpuIsa forced(isa);
-      SmallLinearParams p;
-      p.x = x.data();
-      p.bias = bias.data();
-      p.rows = s.rows;
-      p.in = s.in;
-      p.out = s.out;
-      p.x_stride = x_stride;
-      p.y_stride = y_stride;
       std::vector<float> from_floats(static_cast<size_t>(s.rows * y_stride), 0.0f), from_halves = from_floats;
-      p.weight_t = widened.data();
-      p.y = from_floats.data();
+      SmallLinearParams p =
+          product(s, x.data(), x_stride, widened.data(), bias.data(), from_floats.data(), y_stride);
       small_linear(p);
       p.weight_t = half.data();
       p.weight_dtype = DType::f16;
