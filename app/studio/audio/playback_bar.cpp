@@ -65,15 +65,9 @@ PlaybackBar::PlaybackBar(WaveformView* view, QWidget* parent) : QWidget(parent),
   connect(player_, &AudioPlayer::positionChanged, this, [this](qint64 frame) {
     view_->setPlayhead(frame);
     showTime(frame);
-    // Caught up with a sample that is still growing: pause and buffer again rather than stutter.
-    // It resumes from what was heard: stopping drops what the device still held.
-    if (generating_ && rate_ > 0 && player_->waitingForBytes()) {
-      player_->stop();
-      buffering_ = true;
-      bufferFrom_ = player_->position();
-      startWhenBuffered();
-    }
   });
+  // Queued: play() itself reports its first position, and starting again from in there would recurse.
+  connect(player_, &AudioPlayer::positionChanged, this, &PlaybackBar::bufferAgainIfCaughtUp, Qt::QueuedConnection);
   connect(player_, &AudioPlayer::playingChanged, this, [this](bool playing) {
     if (!playing) view_->setPlayhead(-1);
     refresh();
@@ -88,6 +82,7 @@ void PlaybackBar::play() {
   lane_ = lane;
   const qint64 cursor = view_->cursor();
   bufferFrom_ = cursor >= 0 ? cursor : 0;
+  atLeast_ = 0;
   if (generating_ && rate_ > 0 && total_ > 0) {
     buffering_ = true;
     startWhenBuffered();
@@ -104,9 +99,22 @@ void PlaybackBar::startPlaying(qint64 from) {
   refresh();
 }
 
+void PlaybackBar::bufferAgainIfCaughtUp() {
+  // Caught up with a sample that is still growing: pause and buffer again rather than stutter. It resumes
+  // from what was heard (stopping drops what the device still held), and only once more has arrived than
+  // had then: the rate it was started on proved too hopeful.
+  if (!generating_ || rate_ <= 0 || !player_->waitingForBytes()) return;
+  const qint64 arrived = player_->frames();
+  player_->stop();
+  buffering_ = true;
+  bufferFrom_ = player_->position();
+  atLeast_ = arrived + kLeadFrames;
+  startWhenBuffered();
+}
+
 void PlaybackBar::startWhenBuffered() {
   const auto have = static_cast<qint64>(view_->laneBytes(lane_).size());
-  const qint64 needed = frames_needed_to_play(bufferFrom_, total_, rate_);
+  const qint64 needed = std::min(total_, std::max(frames_needed_to_play(bufferFrom_, total_, rate_), atLeast_));
   if (!generating_ || have >= needed) {
     startPlaying(bufferFrom_);
     return;

@@ -58,6 +58,7 @@ class PlaybackBar : public QWidget {
   // Starts playing from bufferFrom_ once enough has arrived (or generation ended); else says how long.
   void startWhenBuffered();
   void startPlaying(qint64 from);
+  void bufferAgainIfCaughtUp();
 
   WaveformView* view_;
   AudioPlayer* player_;
@@ -69,6 +70,7 @@ class PlaybackBar : public QWidget {
   int lane_ = -1;  // the lane playing, or waiting to
   bool buffering_ = false;
   qint64 bufferFrom_ = 0;
+  qint64 atLeast_ = 0;  // frames to wait for besides what the rate asks, after playback caught up
   double rate_ = 0;  // frames a second per sample, while generating
   qint64 total_ = 0;
 };
