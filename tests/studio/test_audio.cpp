@@ -429,6 +429,9 @@ class AudioTabTest : public QObject {
     QVERIFY(!bar.playButton()->isEnabled());
     QVERIFY(bar.stopButton()->isEnabled());
     QVERIFY2(bar.note()->text().contains("Buffering"), qPrintable(bar.note()->text()));
+    bar.resize(900, bar.sizeHint().height());
+    QDir().mkpath(STX_SCREENSHOT_DIR "/audio");
+    QVERIFY(bar.grab().save(STX_SCREENSHOT_DIR "/audio/playback_buffering.png"));
     arrive(needed - 1);
     QVERIFY(bar.buffering() && !player.isPlaying());
     QSignalSpy playing(&player, &AudioPlayer::playingChanged);
