@@ -66,11 +66,26 @@ void small_linear(const SmallLinearParams& p_in) {
   if (p.y_stride == 0) p.y_stride = p.out;
   STX_KERNEL_CHECK(p.x_stride >= p.in && p.y_stride >= p.out,
                    std::string(op) + ": row strides must be at least the row lengths");
+  STX_KERNEL_CHECK(p.parts >= 1 && p.part >= 0 && p.part < p.parts,
+                   std::string(op) + ": expected 0 <= part < parts, got part " + std::to_string(p.part) +
+                       " of " + std::to_string(p.parts));
   switch (active_cpu_isa()) {
     case CpuIsa::avx512: return detail::cpu_avx512::small_linear(p);
     case CpuIsa::avx2: return detail::cpu_avx2::small_linear(p);
     case CpuIsa::portable: return detail::cpu_portable::small_linear(p);
   }
+}
+
+std::pair<int64_t, int64_t> small_linear_columns(int64_t out, int part, int parts) {
+  STX_KERNEL_CHECK(out >= 1 && parts >= 1 && part >= 0 && part < parts,
+                   "small linear columns: expected out >= 1 and 0 <= part < parts, got out " + std::to_string(out) +
+                       ", part " + std::to_string(part) + " of " + std::to_string(parts));
+  switch (active_cpu_isa()) {
+    case CpuIsa::avx512: return detail::cpu_avx512::small_linear_columns(out, part, parts);
+    case CpuIsa::avx2: return detail::cpu_avx2::small_linear_columns(out, part, parts);
+    case CpuIsa::portable: return detail::cpu_portable::small_linear_columns(out, part, parts);
+  }
+  return {0, out};
 }
 
 }  // namespace stx::kernels

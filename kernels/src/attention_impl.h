@@ -19,6 +19,7 @@ void check_device(const char* op, Device device, DType dtype);
   void decode(const DecodeParams& p);               \
   void gelu(const GeluParams& p, bool backward);    \
   void small_linear(const SmallLinearParams& p);    \
+  std::pair<int64_t, int64_t> small_linear_columns(int64_t out, int part, int parts); \
   void to_half(const float* src, uint16_t* dst, int64_t count);   \
   void from_half(const uint16_t* src, float* dst, int64_t count); \
   }

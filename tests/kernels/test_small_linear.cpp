@@ -122,6 +122,72 @@ TEST(SmallLinear, HalfWeightsGiveTheBitsOfTheirWidenedFloats) {
   }
 }
 
+// Threads that share one product each compute their part of the columns. The parts must cover every
+// column exactly once and give the bits of one whole call: the decoder's one-region step relies on both,
+// and on the residual sums following small_linear_columns.
+TEST(SmallLinear, PartsOfTheColumnsGiveTheBitsOfOneCall) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const Shape shapes[] = {{1, 1, 1},     {1, 192, 192}, {1, 192, 576}, {1, 768, 192}, {1, 192, 256},
+                          {3, 40, 77},   {2, 17, 15},   {5, 48, 80},   {15, 64, 1000}};
+  for (const Shape& s : shapes) {
+    std::vector<float> x(static_cast<size_t>(s.rows * s.in)), w(static_cast<size_t>(s.in * s.out)),
+        bias(static_cast<size_t>(s.out));
+    for (float& v : x) v = normal(rng);
+    for (float& v : w) v = normal(rng);
+    for (float& v : bias) v = normal(rng);
+    std::vector<uint16_t> half(w.size());
+    convert_to_half(w.data(), half.data(), static_cast<int64_t>(w.size()));
+    for (CpuIsa isa : stx::test::supported_cpu_isas()) {
+      stx::test::ForcedCpuIsa forced(isa);
+      for (const bool halves : {false, true}) {
+        std::vector<float> whole(static_cast<size_t>(s.rows * s.out), 0.0f);
+        SmallLinearParams p = product(s, x.data(), s.in, halves ? static_cast<const void*>(half.data()) : w.data(),
+                                      bias.data(), whole.data(), s.out);
+        p.weight_dtype = halves ? DType::f16 : DType::f32;
+        small_linear(p);
+        for (const int parts : {2, 3, 5}) {
+          SCOPED_TRACE(std::string(to_string(isa)) + (halves ? " half" : " float") + " rows " +
+                       std::to_string(s.rows) + " in " + std::to_string(s.in) + " out " + std::to_string(s.out) +
+                       ", " + std::to_string(parts) + " parts");
+          std::vector<float> shared(whole.size(), NAN);
+          int64_t next = 0;
+          for (int part = 0; part < parts; ++part) {
+            const auto [first, last] = small_linear_columns(s.out, part, parts);
+            ASSERT_EQ(first, next) << "part " << part << " does not start where the last one ended";
+            ASSERT_LE(first, last);
+            next = last;
+            std::vector<float> before = shared;
+            p.y = shared.data();
+            p.part = part;
+            p.parts = parts;
+            small_linear(p);
+            for (int64_t r = 0; r < s.rows; ++r) {
+              for (int64_t c = 0; c < s.out; ++c) {
+                const size_t at = static_cast<size_t>(r * s.out + c);
+                if (c >= first && c < last) continue;
+                ASSERT_EQ(std::memcmp(&before[at], &shared[at], sizeof(float)), 0)
+                    << "part " << part << " wrote column " << c << " outside its columns";
+              }
+            }
+          }
+          EXPECT_EQ(next, s.out) << "the parts leave columns out";
+          for (size_t i = 0; i < whole.size(); ++i) {
+            ASSERT_EQ(std::memcmp(&whole[i], &shared[i], sizeof(float)), 0)
+                << "element " << i << ": " << whole[i] << " whole, " << shared[i] << " in parts";
+          }
+        }
+      }
+    }
+  }
+  // Two threads share the audio models' 192 columns evenly, on every path.
+  for (CpuIsa isa : stx::test::supported_cpu_isas()) {
+    stx::test::ForcedCpuIsa forced(isa);
+    EXPECT_EQ(small_linear_columns(192, 0, 2), std::make_pair(int64_t{0}, int64_t{96})) << to_string(isa);
+    EXPECT_EQ(small_linear_columns(192, 1, 2), std::make_pair(int64_t{96}, int64_t{192})) << to_string(isa);
+  }
+}
+
 TEST(SmallLinear, BadCallsThrow) {
   std::vector<float> x(4), w(4), y(4);
   SmallLinearParams p;
@@ -139,6 +205,17 @@ TEST(SmallLinear, BadCallsThrow) {
   p.weight_dtype = DType::bf16;  // not a weight type this kernel reads
   EXPECT_THROW(small_linear(p), Error);
   p.weight_dtype = DType::f32;
+  p.parts = 2;
+  p.part = 2;  // parts count from 0
+  EXPECT_THROW(small_linear(p), Error);
+  p.part = -1;
+  EXPECT_THROW(small_linear(p), Error);
+  p.part = 0;
+  p.parts = 0;
+  EXPECT_THROW(small_linear(p), Error);
+  p.parts = 1;
+  EXPECT_THROW(small_linear_columns(0, 0, 1), Error);
+  EXPECT_THROW(small_linear_columns(8, 1, 1), Error);
   p.y = nullptr;
   EXPECT_THROW(small_linear(p), Error);
 }

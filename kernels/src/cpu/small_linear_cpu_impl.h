@@ -72,21 +72,68 @@ void linear_tail(const SmallLinearParams& p, int64_t col0) {
   }
 }
 
+// Strips: the whole kLinearTile-column tiles, then the one-vector strips after them.
+struct Strips {
+  int64_t tiles = 0, vectors_left = 0;
+  int64_t count() const { return tiles + vectors_left; }
+  int64_t column(int64_t s) const { return s < tiles ? s * kLinearTile : tiles * kLinearTile + (s - tiles) * W; }
+};
+
+Strips strips_of(int64_t out) {
+  Strips s;
+  s.tiles = out / kLinearTile;
+  s.vectors_left = (out - s.tiles * kLinearTile) / W;  // fewer than kLinearCV
+  return s;
+}
+
+template <class C>
+void run_strip(const SmallLinearParams& p, const Strips& strips, int64_t s) {
+  if (s < strips.tiles) {
+    linear_strip<C, kLinearCV>(p, strips.column(s));
+  } else {
+    linear_strip<C, 1>(p, strips.column(s));
+  }
+}
+
+// A part's share, for threads sharing one product: whole vectors, as even as they divide (the earlier parts
+// one more), so that two threads split the 192 columns of the audio models 96 / 96 rather than one tile
+// against two. The last part also takes the columns that make no whole vector.
+std::pair<int64_t, int64_t> vector_range(int64_t out, int part, int parts) {
+  const int64_t vectors = out / W, base = vectors / parts, extra = vectors % parts;
+  const int64_t first = part * base + std::min<int64_t>(part, extra);
+  const int64_t last = first + base + (part < extra ? 1 : 0);
+  return {first * W, part == parts - 1 ? out : last * W};
+}
+
+// Columns [first, last) of whole vectors: tiles of kLinearCV vectors, then one narrower tile for the rest.
+// Every width sums each column the same way, so the bits do not depend on where a part starts.
+template <class C>
+void run_vectors(const SmallLinearParams& p, int64_t first, int64_t last) {
+  int64_t col = first;
+  for (; col + kLinearTile <= last; col += kLinearTile) linear_strip<C, kLinearCV>(p, col);
+  switch ((last - col) / W) {
+    case 0: break;
+    case 1: linear_strip<C, 1>(p, col); break;
+    case 2: if constexpr (kLinearCV > 2) linear_strip<C, 2>(p, col); break;
+    default: if constexpr (kLinearCV > 3) linear_strip<C, 3>(p, col); break;
+  }
+}
+
 template <class C>
 void small_linear_of(const SmallLinearParams& p) {
-  const int64_t tiles = p.out / kLinearTile;
-  const int64_t vectors_left = (p.out - tiles * kLinearTile) / W;  // fewer than kLinearCV
-  const int64_t strips = tiles + vectors_left;
-  const bool threaded = strips > 1 && p.rows * p.in * p.out >= (int64_t{1} << 15) && !omp_in_parallel();
-#pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t s = 0; s < strips; ++s) {
-    if (s < tiles) {
-      linear_strip<C, kLinearCV>(p, s * kLinearTile);
-    } else {
-      linear_strip<C, 1>(p, tiles * kLinearTile + (s - tiles) * W);
-    }
+  const Strips strips = strips_of(p.out);
+  const int64_t done = strips.column(strips.count());
+  if (p.parts > 1) {
+    const auto [first, last] = vector_range(p.out, p.part, p.parts);
+    const int64_t whole = std::min(last, p.out / W * W);
+    if (first < whole) run_vectors<C>(p, first, whole);
+    if (whole < last) linear_tail<C>(p, whole);
+    return;
   }
-  const int64_t done = tiles * kLinearTile + vectors_left * W;
+  const bool threaded =
+      strips.count() > 1 && p.rows * p.in * p.out >= (int64_t{1} << 15) && !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (threaded)
+  for (int64_t s = 0; s < strips.count(); ++s) run_strip<C>(p, strips, s);
   if (done < p.out) linear_tail<C>(p, done);
 }
 
@@ -95,6 +142,10 @@ void small_linear_of(const SmallLinearParams& p) {
 void small_linear(const SmallLinearParams& p) {
   if (p.weight_dtype == DType::f16) return small_linear_of<uint16_t>(p);
   small_linear_of<float>(p);
+}
+
+std::pair<int64_t, int64_t> small_linear_columns(int64_t out, int part, int parts) {
+  return vector_range(out, part, parts);
 }
 
 }  // namespace stx::kernels::detail::STX_CPU_NAMESPACE

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "stx/kernels/attention.h"  // DType
 #include "stx/kernels/error.h"
@@ -28,8 +29,18 @@ struct SmallLinearParams {
   float* y = nullptr;               // [rows, out], row stride y_stride; must not overlap x
   int64_t rows = 0, in = 0, out = 0;
   int64_t x_stride = 0, y_stride = 0;  // 0 means in and out
+  // For threads already running together (one parallel region around a whole decoder step): this call
+  // computes only part `part` of `parts`, the columns small_linear_columns(out, part, parts), and starts
+  // no threads of its own. The parts write every column exactly once between them, and a column's
+  // arithmetic does not depend on the split, so the result is bit for bit that of one call.
+  int part = 0, parts = 1;
 };
 
 void small_linear(const SmallLinearParams& p);
+
+// The columns [first, second) of a product with `out` columns that part `part` of `parts` computes:
+// contiguous whole vectors, as evenly as they divide (the earlier parts take the extra one), the last part
+// also taking the columns that make no whole vector. Depends on the instruction set in use.
+std::pair<int64_t, int64_t> small_linear_columns(int64_t out, int part, int parts);
 
 }  // namespace stx::kernels
