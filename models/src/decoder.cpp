@@ -16,47 +16,18 @@
 #include "stx/kernels/activation.h"
 #include "stx/kernels/attention.h"
 #include "stx/kernels/small_linear.h"
+#include "decoder_math.h"
 
 namespace stx::models {
 namespace {
 
+using detail::layer_norm;
+using detail::linear;
+
+
 std::vector<float> to_floats(const at::Tensor& t) {
   const at::Tensor c = t.detach().to(at::kCPU, at::kFloat).contiguous();
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-}
-
-// torch's LayerNorm: biased variance, eps 1e-5, one row of width d per sample.
-void layer_norm(const float* x, float* y, int64_t rows, int64_t d, const std::vector<float>& gamma,
-                const std::vector<float>& beta) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * d;
-    float* yr = y + r * d;
-    double mean = 0.0, var = 0.0;
-    for (int64_t i = 0; i < d; ++i) mean += xr[i];
-    mean /= static_cast<double>(d);
-    for (int64_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-    const float inv = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(d) + 1e-5));
-    const float m = static_cast<float>(mean);
-    for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * inv * gamma[i] + beta[i];
-  }
-}
-
-template <class LinearWeights>
-void linear(const float* x, int64_t rows, const LinearWeights& layer, float* y) {
-  kernels::SmallLinearParams p;
-  p.x = x;
-  if (layer.weight_t_half.empty()) {
-    p.weight_t = layer.weight_t.data();
-  } else {
-    p.weight_t = layer.weight_t_half.data();
-    p.weight_dtype = kernels::DType::f16;
-  }
-  p.bias = layer.bias.data();
-  p.y = y;
-  p.rows = rows;
-  p.in = layer.in;
-  p.out = layer.out;
-  kernels::small_linear(p);
 }
 
 }  // namespace
@@ -193,50 +164,77 @@ void IncrementalDecoder::embed(const int32_t* input_tokens, int64_t b0, int64_t 
   }
 }
 
-void IncrementalDecoder::attention(Layer& layer, int layer_index, int64_t b0, int64_t b1) {
-  const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim();
-  // qkv_ rows are [3, heads, head_dim]: append this position's keys and values to the caches.
-  const int64_t rb = row_bytes(), row = kernels::cache_row(position_, layer.cache_columns, capacity_);
-  for (int64_t b = b0; b < b1; ++b) {
-    for (int64_t h = 0; h < heads; ++h) {
-      const int64_t at = ((b * heads + h) * layer.cache_rows + row) * rb;
-      store_row(qkv_.data() + b * 3 * d + d + h * dh, layer.k_cache.get() + at);
-      store_row(qkv_.data() + b * 3 * d + 2 * d + h * dh, layer.v_cache.get() + at);
-      if (layer.cache_columns > 0) {
-        const int64_t slot = ((b * heads + h) * layer.cache_columns + position_ % layer.cache_columns) * rb;
-        std::memcpy(layer.k_window.data() + slot, layer.k_cache.get() + at, static_cast<size_t>(rb));
-        std::memcpy(layer.v_window.data() + slot, layer.v_cache.get() + at, static_cast<size_t>(rb));
-      }
-    }
+template <class Call>
+void IncrementalDecoder::for_each_call(int64_t first, int64_t last, Call&& call) const {
+  const int64_t heads = config_.heads;
+  if (first % heads == 0 && last % heads == 0) {
+    call(first, last);
+    return;
   }
-  const bool probing = layer_index == probe_layer_;
-  // This slice's samples only: every buffer is sample-major, so the slice is an offset.
-  const int64_t cache_sample = heads * layer.cache_rows * rb, window_sample = heads * layer.cache_columns * rb;
+  for (int64_t p0 = first; p0 < last;) {
+    const int64_t p1 = std::min(last, (p0 / heads + 1) * heads);  // the rest of p0's sample
+    call(p0, p1);
+    p0 = p1;
+  }
+}
+
+kernels::DecodeParams IncrementalDecoder::decode_params(const Layer& layer, int64_t p0, int64_t p1,
+                                                        int64_t position) const {
+  const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim(), rb = row_bytes();
+  const int64_t b0 = p0 / heads, h0 = p0 % heads;
+  const bool whole_samples = h0 == 0 && p1 % heads == 0;
+  const int64_t pair_rows = layer.cache_rows * rb, window_rows = layer.cache_columns * rb;
+  // Every buffer is sample-major and head-minor, so whole samples or a sample's heads are an offset.
   kernels::DecodeParams p;
-  p.q = qkv_.data() + b0 * 3 * d;
-  p.k_cache = layer.k_cache.get() + b0 * cache_sample;
-  p.v_cache = layer.v_cache.get() + b0 * cache_sample;
-  p.out = attended_.data() + b0 * d;
-  p.lse = probing ? probe_lse_.data() + b0 * heads : nullptr;
+  p.q = qkv_.data() + b0 * 3 * d + h0 * dh;
+  p.k_cache = layer.k_cache.get() + p0 * pair_rows;
+  p.v_cache = layer.v_cache.get() + p0 * pair_rows;
+  p.out = const_cast<float*>(attended_.data()) + b0 * d + h0 * dh;
   p.q_stride = kernels::Strides{3 * d, dh, 0};
   p.k_stride = p.v_stride = kernels::Strides::contiguous(heads, layer.cache_rows, dh);
   p.cache_columns = layer.cache_columns;
   if (layer.cache_columns > 0) {
-    p.k_window = layer.k_window.data() + b0 * window_sample;
-    p.v_window = layer.v_window.data() + b0 * window_sample;
+    p.k_window = layer.k_window.data() + p0 * window_rows;
+    p.v_window = layer.v_window.data() + p0 * window_rows;
     p.k_window_stride = p.v_window_stride = kernels::Strides::contiguous(heads, layer.cache_columns, dh);
   }
   p.out_stride = kernels::Strides{d, dh, 0};
-  p.batch = b1 - b0;
-  p.heads = heads;
+  p.batch = whole_samples ? (p1 - p0) / heads : 1;
+  p.heads = whole_samples ? heads : p1 - p0;
   p.head_dim = dh;
   p.capacity = capacity_;
-  p.position = position_;
-  p.patterns = layer.patterns.data();
+  p.position = position;
+  p.patterns = layer.patterns.data() + h0;
   p.cache_dtype = cache_dtype_;
-  kernels::attention_decode(p);
+  return p;
+}
+
+void IncrementalDecoder::attention(Layer& layer, int layer_index, int64_t first, int64_t last) {
+  if (first >= last) return;  // a thread of a shared step with no pair of its own
+  const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim();
+  // qkv_ rows are [3, heads, head_dim]: append this position's keys and values to the caches.
+  const int64_t rb = row_bytes(), row = kernels::cache_row(position_, layer.cache_columns, capacity_);
+  for (int64_t bh = first; bh < last; ++bh) {
+    const int64_t b = bh / heads, h = bh % heads;
+    const int64_t at = (bh * layer.cache_rows + row) * rb;
+    store_row(qkv_.data() + b * 3 * d + d + h * dh, layer.k_cache.get() + at);
+    store_row(qkv_.data() + b * 3 * d + 2 * d + h * dh, layer.v_cache.get() + at);
+    if (layer.cache_columns > 0) {
+      const int64_t slot = (bh * layer.cache_columns + position_ % layer.cache_columns) * rb;
+      std::memcpy(layer.k_window.data() + slot, layer.k_cache.get() + at, static_cast<size_t>(rb));
+      std::memcpy(layer.v_window.data() + slot, layer.v_cache.get() + at, static_cast<size_t>(rb));
+    }
+  }
+  const bool probing = layer_index == probe_layer_;
+  for_each_call(first, last, [&](int64_t p0, int64_t p1) {
+    kernels::DecodeParams p = decode_params(layer, p0, p1, position_);
+    p.lse = probing ? probe_lse_.data() + p0 : nullptr;  // [batch, heads] contiguous: p0 onwards
+    kernels::attention_decode(p);
+  });
   if (probing) {
-    for (int64_t b = b0; b < b1; ++b) {
+    for (int64_t bh = first; bh < last; ++bh) {
+      const int64_t b = bh / heads;
+      if (bh % heads != probe_head_) continue;
       std::memcpy(probe_q_.data() + b * dh, qkv_.data() + b * 3 * d + probe_head_ * dh, sizeof(float) * dh);
     }
   }
@@ -258,7 +256,16 @@ void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
   // weights, from the shared L3; a smaller batch splits each kernel's columns or heads instead.
   // Every sample's arithmetic is the same either way, so the logits are bit-identical.
   const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), batch_ / kRowsPerThread));
-  if (threads > 1 && !omp_in_parallel()) {
+  const int cores = omp_get_max_threads();
+  if (threads <= 1 && cores > 1 && !omp_in_parallel()) {
+    // Too few samples to split by samples: the threads share every kernel of the step in one region.
+    if (static_cast<int>(normed_by_part_.size()) < cores) normed_by_part_.resize(static_cast<size_t>(cores));
+    for (std::vector<float>& normed : normed_by_part_) normed.resize(normed_.size());
+    std::exception_ptr error;
+#pragma omp parallel num_threads(cores)
+    step_shared(input_tokens, logits, omp_get_thread_num(), omp_get_num_threads(), error);
+    if (error) std::rethrow_exception(error);
+  } else if (threads > 1 && !omp_in_parallel()) {
     std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
 #pragma omp parallel num_threads(threads)
     {
@@ -292,7 +299,7 @@ void IncrementalDecoder::step_samples(const int32_t* input_tokens, float* logits
     // a = attention(norm(h)); b = ff(norm(h + a)); h += a + b   (paper-notes.md, eqs 13-15)
     layer_norm(h, normed, rows, d, layer.norm_attention.gamma, layer.norm_attention.beta);
     linear(normed, rows, layer.qkv, qkv_.data() + b0 * 3 * d);
-    attention(layer, static_cast<int>(index), b0, b1);
+    attention(layer, static_cast<int>(index), b0 * config_.heads, b1 * config_.heads);
     linear(attended_.data() + b0 * d, rows, layer.attention_out, a);
     for (int64_t i = 0; i < rows * d; ++i) b[i] = h[i] + a[i];
     layer_norm(b, normed, rows, d, layer.norm_ff.gamma, layer.norm_ff.beta);

@@ -225,6 +225,49 @@ TEST(IncrementalDecoder, ABatchSplitOverThreadsMatchesEachSampleAlone) {
   omp_set_num_threads(threads_before);
 }
 
+// A batch too small to split by samples runs each step in one parallel region, its threads sharing every
+// kernel: column tiles of the products, (sample, head) pairs of the attention, which with 3 heads split
+// inside a sample. Logits and probe must be bit for bit those of one thread, whatever the team's size.
+TEST(IncrementalDecoder, AStepSharedByThreadsGivesTheBitsOfOneThread) {
+  const int threads_before = at::get_num_threads();
+  for (const Pattern pattern : {Pattern::strided, Pattern::fixed}) {
+    for (const stx::kernels::DType cache : {stx::kernels::DType::f32, stx::kernels::DType::f16}) {
+      const ModelConfig config = small_config(pattern);
+      SparseTransformer model = random_model(config);
+      at::manual_seed(9);
+      const at::Tensor bytes = at::randint(0, 256, {5, 45}, at::kLong);
+      for (const int64_t batch : {int64_t{1}, int64_t{2}, int64_t{5}}) {
+        const at::Tensor rows = bytes.narrow(0, 0, batch);
+        std::vector<at::Tensor> logits;
+        std::vector<std::vector<float>> probes;
+        for (const int threads : {1, 2, 3}) {
+          SCOPED_TRACE(std::string(stx::kernels::to_string(pattern)) + " " + stx::kernels::to_string(cache) +
+                       ", batch " + std::to_string(batch) + ", " + std::to_string(threads) + " threads");
+          at::set_num_threads(threads);
+          omp_set_num_threads(threads);
+          IncrementalDecoder decoder(model, batch, 0, cache);
+          decoder.set_probe(1, 1);
+          logits.push_back(decoded_logits(decoder, rows));
+          std::vector<float> all;
+          for (int64_t b = 0; b < batch; ++b) {
+            std::vector<int64_t> positions;
+            std::vector<float> weights;
+            decoder.probe(b, positions, weights);
+            EXPECT_EQ(positions, stx::kernels::attended_set(model->block_list[1]->patterns()[1], 44));
+            all.insert(all.end(), weights.begin(), weights.end());
+          }
+          probes.push_back(all);
+          EXPECT_TRUE(at::equal(logits.back(), logits.front()));
+          EXPECT_EQ(probes.back(), probes.front());
+        }
+        EXPECT_LT((logits.front() - full_logits(model, rows)).abs().max().item<double>(), tolerance_for(cache));
+      }
+    }
+  }
+  at::set_num_threads(threads_before);
+  omp_set_num_threads(threads_before);
+}
+
 // The probe's positions are exactly A(i) of the head's pattern, and its weights are the softmax of that
 // head's scores, computed here from the model's own modules.
 // Strided layers keep their cache in column order (DecodeParams::cache_columns); fixed ones in natural order.

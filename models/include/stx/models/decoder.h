@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -108,8 +109,20 @@ class IncrementalDecoder {
 
   // Samples [b0, b1) of a step: step() runs it for the whole batch, or once per thread for a slice.
   void step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1);
+  // A batch too small to split by samples: every thread of one parallel region runs this, taking part
+  // `part` of `parts` of each kernel (columns of the products, (sample, head) pairs of the attention),
+  // with a barrier only where the next kernel needs all of the last one's output. The first exception of
+  // any thread lands in `error`; the others then skip their work but still meet every barrier.
+  void step_shared(const int32_t* input_tokens, float* logits, int part, int parts, std::exception_ptr& error);
   void embed(const int32_t* input_tokens, int64_t b0, int64_t b1);
-  void attention(Layer& layer, int layer_index, int64_t b0, int64_t b1);
+  // Appends this position's keys and values of the (sample, head) pairs [first, last) (pair b * heads + h)
+  // to the caches, then attends for them.
+  void attention(Layer& layer, int layer_index, int64_t first, int64_t last);
+  // The decode kernel's params for pairs [p0, p1) of `layer` at `position`: whole samples, or heads of one.
+  kernels::DecodeParams decode_params(const Layer& layer, int64_t p0, int64_t p1, int64_t position) const;
+  // Calls call(p0, p1) for pairs [first, last) cut into what one DecodeParams can describe.
+  template <class Call>
+  void for_each_call(int64_t first, int64_t last, Call&& call) const;
   static Linear snapshot(const torch::nn::Linear& linear, bool half_when_exact);
   static Norm snapshot(const torch::nn::LayerNorm& norm);
 
@@ -126,6 +139,9 @@ class IncrementalDecoder {
   Linear output_;
   // Per-step scratch, [batch, width].
   std::vector<float> h_, normed_, qkv_, attended_, a_, ff_hidden_, b_;
+  // step_shared's normalised rows, one whole copy per thread: each thread normalises every row itself,
+  // which costs less than a barrier.
+  std::vector<std::vector<float>> normed_by_part_;
   int probe_layer_ = -1, probe_head_ = 0;
   int64_t probe_position_ = -1;
   std::vector<float> probe_q_, probe_lse_;  // [batch, head_dim], [batch, heads]

@@ -1,0 +1,51 @@
+// Private to the decoder (decoder.cpp, decoder_shared_step.cpp): the per-row arithmetic of a step that
+// is not one of the kernels, written once so that every way of running a step computes the same bits.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "stx/kernels/small_linear.h"
+
+namespace stx::models::detail {
+
+// torch's LayerNorm: biased variance, eps 1e-5, one row of width d per sample.
+inline void layer_norm(const float* x, float* y, int64_t rows, int64_t d, const std::vector<float>& gamma,
+                       const std::vector<float>& beta) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * d;
+    float* yr = y + r * d;
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < d; ++i) mean += xr[i];
+    mean /= static_cast<double>(d);
+    for (int64_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    const float inv = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(d) + 1e-5));
+    const float m = static_cast<float>(mean);
+    for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * inv * gamma[i] + beta[i];
+  }
+}
+
+// y = x W^T + bias over `rows` rows, or only part `part` of `parts` of its columns
+// (stx::kernels::small_linear_columns), for threads that share the product.
+template <class LinearWeights>
+void linear(const float* x, int64_t rows, const LinearWeights& layer, float* y, int part = 0, int parts = 1) {
+  kernels::SmallLinearParams p;
+  p.x = x;
+  if (layer.weight_t_half.empty()) {
+    p.weight_t = layer.weight_t.data();
+  } else {
+    p.weight_t = layer.weight_t_half.data();
+    p.weight_dtype = kernels::DType::f16;
+  }
+  p.bias = layer.bias.data();
+  p.y = y;
+  p.rows = rows;
+  p.in = layer.in;
+  p.out = layer.out;
+  p.part = part;
+  p.parts = parts;
+  kernels::small_linear(p);
+}
+
+}  // namespace stx::models::detail
