@@ -563,6 +563,13 @@ inline const float* widen(const uint16_t* row, float* scratch, int64_t d) {
 // W keys' dot products, each still spread over a vector's lanes, to W scores: one transpose sums each vector
 // into one lane, so no key pays a horizontal reduction. Scales by c, stores the W scores and returns the
 // largest of the first n.
+// v with the lanes from n on set to 0.
+inline vfloat first_lanes(vfloat v, int64_t n) {
+  vint lane;
+  for (int k = 0; k < W; ++k) lane[k] = k;
+  return lane < static_cast<int32_t>(n) ? v : vfloat{};
+}
+
 inline float dots_to_scores(vfloat* dots, float c, float* scores, int64_t n) {
   transpose_tile(dots);
   vfloat sum = dots[0];
@@ -619,15 +626,41 @@ void decode_row_in_registers(const float* q, float c, const std::vector<KeyRange
     const vfloat alpha_v = splat(alpha);
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[v] *= alpha_v;
-    for (int64_t t = 0; t < count; t += W) store(scores + t, exp2v(load(scores + t) - m_new));
-    for (int64_t t = 0; t < count; ++t) {
-      const float w = scores[t];
-      l += w;
-      const vfloat wv = splat(w);
-      const C* value = values[t];
-#pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) acc[v] += wv * load_row(value + v * W);
+    // The weights' sum by vectors (lanes past `count` masked off), and the values into two sets of
+    // accumulators, even and odd keys: one set made every key wait for the last key's FMA (4 cycles), and
+    // the compiler stored the captured accumulators back to memory after every key. Local copies stay in
+    // registers.
+    vfloat weight_sum = vfloat{};
+    for (int64_t t = 0; t < count; t += W) {
+      const vfloat w = exp2v(load(scores + t) - m_new);
+      store(scores + t, w);
+      weight_sum += count - t >= W ? w : first_lanes(w, count - t);
     }
+    vfloat even[NV], odd[NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) {
+      even[v] = acc[v];
+      odd[v] = vfloat{};
+    }
+    int64_t t = 0;
+    for (; t + 1 < count; t += 2) {
+      const vfloat w0 = splat(scores[t]), w1 = splat(scores[t + 1]);
+      const C* v0 = values[t];
+      const C* v1 = values[t + 1];
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) {
+        even[v] += w0 * load_row(v0 + v * W);
+        odd[v] += w1 * load_row(v1 + v * W);
+      }
+    }
+    if (t < count) {
+      const vfloat w0 = splat(scores[t]);
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) even[v] += w0 * load_row(values[t] + v * W);
+    }
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) acc[v] = even[v] + odd[v];
+    l += reduce_sum(weight_sum);
     m = m_new;
     count = 0;
   };
