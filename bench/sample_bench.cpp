@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -36,6 +37,7 @@ struct SampleBenchOptions {
   // float16: the model's weights rounded to halves first, as `stx export --fp16` stores the bundled models,
   // so the decoder keeps its matrices as halves. Timed after the float32 weights at each position.
   std::vector<std::string> weights = {"float32"};
+  std::vector<int64_t> positions;  // empty: positions_for() the model's context
   std::string json_path;
 };
 
@@ -112,19 +114,29 @@ void run(const SampleBenchOptions& o) {
       at::manual_seed(1);
       models::SparseTransformer model(config);
       model->eval();
-      at::manual_seed(1);
-      models::SparseTransformer model16(config);
-      model16->eval();
-      {
+      // Built only when asked for: a second model of the largest preset is a noticeable wait.
+      std::optional<models::SparseTransformer> model16;
+      if (std::find(o.weights.begin(), o.weights.end(), "float16") != o.weights.end()) {
+        at::manual_seed(1);
+        model16.emplace(config);
+        (*model16)->eval();
         at::NoGradGuard no_grad;
-        for (at::Tensor p : model16->parameters()) p.copy_(p.to(at::kHalf).to(at::kFloat));
+        for (at::Tensor p : (*model16)->parameters()) p.copy_(p.to(at::kHalf).to(at::kFloat));
+      }
+      std::vector<int64_t> positions = o.positions.empty() ? positions_for(config.context) : o.positions;
+      positions.erase(std::remove_if(positions.begin(), positions.end(),
+                                     [&](int64_t p) { return p >= config.context; }),
+                      positions.end());
+      if (positions.empty()) {
+        throw std::invalid_argument("--position: every position given is past " + name + "'s context of " +
+                                    std::to_string(config.context));
       }
       for (int64_t batch : o.batches) {
-        for (int64_t position : positions_for(config.context)) {
+        for (int64_t position : positions) {
           double first_rate = 0;
           for (const std::string& w : o.weights) {
             for (const std::string& kv : o.kv_caches) {
-              Row r = time_at(w == "float16" ? model16 : model, batch, position, o.seconds_per_row, kv, w);
+              Row r = time_at(w == "float16" ? *model16 : model, batch, position, o.seconds_per_row, kv, w);
               r.model = name;
               r.pattern = kernels::to_string(config.pattern);
               r.parameters = model->parameter_count();
@@ -196,6 +208,11 @@ void register_sample_command(CLI::App& parent) {
       ->delimiter(',')
       ->check(CLI::IsMember({"float32", "float16"}))
       ->capture_default_str();
+  cmd->add_option("--position", o->positions,
+                  "Positions to time (comma list; default: early, middle and late in each model's context, "
+                  "1000, 16000 and 60000 at 65,536); those past a model's context are skipped")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
   cmd->callback([o] { run(*o); });
 }
