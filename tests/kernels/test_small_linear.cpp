@@ -34,6 +34,25 @@ SmallLinearParams product(const Shape& s, const float* x, int64_t x_stride, cons
   return p;
 }
 
+// Random x ([rows, x_stride]), weights ([in, out]) and bias, and the weights rounded to halves.
+struct Operands {
+  std::vector<float> x, w, bias;
+  std::vector<uint16_t> half;
+};
+Operands random_operands(const Shape& s, int64_t x_stride, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Operands o;
+  o.x.resize(static_cast<size_t>(s.rows * x_stride));
+  o.w.resize(static_cast<size_t>(s.in * s.out));
+  o.bias.resize(static_cast<size_t>(s.out));
+  for (std::vector<float>* values : {&o.x, &o.w, &o.bias}) {
+    for (float& v : *values) v = normal(rng);
+  }
+  o.half.resize(o.w.size());
+  convert_to_half(o.w.data(), o.half.data(), static_cast<int64_t>(o.w.size()));
+  return o;
+}
+
 TEST(SmallLinear, MatchesReferenceOnEveryInstructionSet) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -79,18 +98,11 @@ TEST(SmallLinear, MatchesReferenceOnEveryInstructionSet) {
 // must give the very bits of their widened floats, on every path, tails and partial row tiles included.
 TEST(SmallLinear, HalfWeightsGiveTheBitsOfTheirWidenedFloats) {
   std::mt19937 rng(6);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   const Shape shapes[] = {{1, 1, 1}, {1, 192, 576}, {2, 17, 63}, {5, 768, 192}, {9, 256, 257}, {13, 40, 77},
                           {16, 192, 256}};
   for (const Shape& s : shapes) {
     const int64_t x_stride = s.in + 1, y_stride = s.out + 2;
-    std::vector<float> x(static_cast<size_t>(s.rows * x_stride)), w(static_cast<size_t>(s.in * s.out)),
-        bias(static_cast<size_t>(s.out));
-    for (float& v : x) v = normal(rng);
-    for (float& v : w) v = normal(rng);
-    for (float& v : bias) v = normal(rng);
-    std::vector<uint16_t> half(w.size());
-    convert_to_half(w.data(), half.data(), static_cast<int64_t>(w.size()));
+    const auto [x, w, bias, half] = random_operands(s, x_stride, rng);
     std::vector<float> widened(w.size());
     convert_from_half(half.data(), widened.data(), static_cast<int64_t>(w.size()));
     for (CpuIsa isa : stx::test::supported_cpu_isas()) {
@@ -127,17 +139,10 @@ TEST(SmallLinear, HalfWeightsGiveTheBitsOfTheirWidenedFloats) {
 // and on the residual sums following small_linear_columns.
 TEST(SmallLinear, PartsOfTheColumnsGiveTheBitsOfOneCall) {
   std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   const Shape shapes[] = {{1, 1, 1},     {1, 192, 192}, {1, 192, 576}, {1, 768, 192}, {1, 192, 256},
                           {3, 40, 77},   {2, 17, 15},   {5, 48, 80},   {15, 64, 1000}};
   for (const Shape& s : shapes) {
-    std::vector<float> x(static_cast<size_t>(s.rows * s.in)), w(static_cast<size_t>(s.in * s.out)),
-        bias(static_cast<size_t>(s.out));
-    for (float& v : x) v = normal(rng);
-    for (float& v : w) v = normal(rng);
-    for (float& v : bias) v = normal(rng);
-    std::vector<uint16_t> half(w.size());
-    convert_to_half(w.data(), half.data(), static_cast<int64_t>(w.size()));
+    const auto [x, w, bias, half] = random_operands(s, s.in, rng);
     for (CpuIsa isa : stx::test::supported_cpu_isas()) {
       stx::test::ForcedCpuIsa forced(isa);
       for (const bool halves : {false, true}) {
