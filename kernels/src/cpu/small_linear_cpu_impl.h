@@ -72,29 +72,6 @@ void linear_tail(const SmallLinearParams& p, int64_t col0) {
   }
 }
 
-// Strips: the whole kLinearTile-column tiles, then the one-vector strips after them.
-struct Strips {
-  int64_t tiles = 0, vectors_left = 0;
-  int64_t count() const { return tiles + vectors_left; }
-  int64_t column(int64_t s) const { return s < tiles ? s * kLinearTile : tiles * kLinearTile + (s - tiles) * W; }
-};
-
-Strips strips_of(int64_t out) {
-  Strips s;
-  s.tiles = out / kLinearTile;
-  s.vectors_left = (out - s.tiles * kLinearTile) / W;  // fewer than kLinearCV
-  return s;
-}
-
-template <class C>
-void run_strip(const SmallLinearParams& p, const Strips& strips, int64_t s) {
-  if (s < strips.tiles) {
-    linear_strip<C, kLinearCV>(p, strips.column(s));
-  } else {
-    linear_strip<C, 1>(p, strips.column(s));
-  }
-}
-
 // A part's share, for threads sharing one product: whole vectors, as even as they divide (the earlier parts
 // one more), so that two threads split the 192 columns of the audio models 96 / 96 rather than one tile
 // against two. The last part also takes the columns that make no whole vector.
@@ -121,8 +98,6 @@ void run_vectors(const SmallLinearParams& p, int64_t first, int64_t last) {
 
 template <class C>
 void small_linear_of(const SmallLinearParams& p) {
-  const Strips strips = strips_of(p.out);
-  const int64_t done = strips.column(strips.count());
   if (p.parts > 1) {
     const auto [first, last] = vector_range(p.out, p.part, p.parts);
     const int64_t whole = std::min(last, p.out / W * W);
@@ -130,10 +105,19 @@ void small_linear_of(const SmallLinearParams& p) {
     if (whole < last) linear_tail<C>(p, whole);
     return;
   }
-  const bool threaded =
-      strips.count() > 1 && p.rows * p.in * p.out >= (int64_t{1} << 15) && !omp_in_parallel();
+  const int64_t tiles = p.out / kLinearTile;
+  const int64_t vectors_left = (p.out - tiles * kLinearTile) / W;  // fewer than kLinearCV
+  const int64_t strips = tiles + vectors_left;
+  const bool threaded = strips > 1 && p.rows * p.in * p.out >= (int64_t{1} << 15) && !omp_in_parallel();
 #pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t s = 0; s < strips.count(); ++s) run_strip<C>(p, strips, s);
+  for (int64_t s = 0; s < strips; ++s) {
+    if (s < tiles) {
+      linear_strip<C, kLinearCV>(p, s * kLinearTile);
+    } else {
+      linear_strip<C, 1>(p, tiles * kLinearTile + (s - tiles) * W);
+    }
+  }
+  const int64_t done = tiles * kLinearTile + vectors_left * W;
   if (done < p.out) linear_tail<C>(p, done);
 }
 
