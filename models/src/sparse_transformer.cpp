@@ -18,6 +18,10 @@ namespace stx::models {
 
 // ---- residual block ----------------------------------------------------------------------------------
 
+namespace {
+at::Tensor float_on_cpu(const at::Tensor& x);
+}  // namespace
+
 ResidualBlockImpl::ResidualBlockImpl(const ModelConfig& config, int layer)
     : config_(config), patterns_(config.layer_patterns(layer)) {
   const int64_t d = config.d_model;
@@ -33,7 +37,7 @@ ResidualBlockImpl::ResidualBlockImpl(const ModelConfig& config, int layer)
 at::Tensor ResidualBlockImpl::attention(const at::Tensor& x) {
   const int64_t batch = x.size(0), length = x.size(1), heads = config_.heads, head_dim = config_.head_dim();
   // [B, T, 3, H, Dh]: the op slices q, k and v as strided views, and writes its gradient packed the same way.
-  const at::Tensor qkv_out = qkv->forward(x).view({batch, length, 3, heads, head_dim});
+  const at::Tensor qkv_out = float_on_cpu(qkv->forward(x)).view({batch, length, 3, heads, head_dim});
   auto layout = kernels::cached_layout(length, config_.block, patterns_);
   const at::Tensor out = sparse_attention_packed(qkv_out, std::move(layout));
   return attention_out->forward(out.transpose(1, 2).reshape({batch, length, config_.d_model}));
@@ -41,7 +45,8 @@ at::Tensor ResidualBlockImpl::attention(const at::Tensor& x) {
 
 at::Tensor ResidualBlockImpl::branch(const at::Tensor& h) {
   const at::Tensor a = dropout->forward(attention(norm_attention->forward(h)));
-  const at::Tensor b = dropout->forward(ff_out->forward(gelu_sigmoid(ff_in->forward(norm_ff->forward(h + a)))));
+  const at::Tensor b =
+      dropout->forward(ff_out->forward(gelu_sigmoid(float_on_cpu(ff_in->forward(norm_ff->forward(h + a))))));
   return a + b;
 }
 
@@ -50,53 +55,74 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Mixed precision on CUDA: weights stay fp32 while autocast runs the matmuls (and so q, k, v and the
-// attention kernels) in bf16 or fp16; layer norm and the loss stay fp32. LibTorch 2.4 renamed the API.
+// Mixed precision: weights stay fp32 while autocast runs the matmuls in bf16 or fp16; layer norm and the
+// loss stay fp32. On CUDA the attention kernels take q, k and v in that dtype too; on the CPU (bf16 only)
+// our kernels are fp32, so attention() and branch() widen their inputs. LibTorch 2.4 renamed the API.
 class AutocastScope {
  public:
-  AutocastScope(bool enable, at::ScalarType dtype) : enabled_(enable) {
+  AutocastScope(bool cuda, bool enable, at::ScalarType dtype) : cuda_(cuda), enabled_(enable) {
     if (!enabled_) return;
+    was_on_ = is_on(cuda_);
+    previous_dtype_ = dtype_of(cuda_);
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    was_on_ = at::autocast::is_autocast_enabled(at::kCUDA);
-    previous_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, dtype);
+    at::autocast::set_autocast_enabled(cuda_ ? at::kCUDA : at::kCPU, true);
+    at::autocast::set_autocast_dtype(cuda_ ? at::kCUDA : at::kCPU, dtype);
 #else
-    was_on_ = at::autocast::is_enabled();
-    previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_enabled(true);
-    at::autocast::set_autocast_gpu_dtype(dtype);
+    if (cuda_) {
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(dtype);
+    } else {
+      at::autocast::set_cpu_enabled(true);
+      at::autocast::set_autocast_cpu_dtype(dtype);
+    }
 #endif
   }
   ~AutocastScope() {
     if (!enabled_) return;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(at::kCUDA, was_on_);
-    at::autocast::set_autocast_dtype(at::kCUDA, previous_dtype_);
+    at::autocast::set_autocast_enabled(cuda_ ? at::kCUDA : at::kCPU, was_on_);
+    at::autocast::set_autocast_dtype(cuda_ ? at::kCUDA : at::kCPU, previous_dtype_);
 #else
-    at::autocast::set_enabled(was_on_);
-    at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+    if (cuda_) {
+      at::autocast::set_enabled(was_on_);
+      at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+    } else {
+      at::autocast::set_cpu_enabled(was_on_);
+      at::autocast::set_autocast_cpu_dtype(previous_dtype_);
+    }
 #endif
-    if (!was_on_) at::autocast::clear_cache();
+    if (!was_on_ && !is_on(!cuda_)) at::autocast::clear_cache();
   }
-  // The dtype autocast runs CUDA matmuls in right now, or Undefined when it is off.
-  static at::ScalarType active() {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    return at::autocast::is_autocast_enabled(at::kCUDA) ? at::autocast::get_autocast_dtype(at::kCUDA)
-                                                        : at::ScalarType::Undefined;
-#else
-    return at::autocast::is_enabled() ? at::autocast::get_autocast_gpu_dtype() : at::ScalarType::Undefined;
-#endif
-  }
+  // The dtype autocast runs CUDA (or CPU) matmuls in right now, or Undefined when it is off.
+  static at::ScalarType active(bool cuda) { return is_on(cuda) ? dtype_of(cuda) : at::ScalarType::Undefined; }
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
+  static bool is_on(bool cuda) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU);
+#else
+    return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+  }
+  static at::ScalarType dtype_of(bool cuda) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU);
+#else
+    return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+#endif
+  }
+  bool cuda_;
   bool enabled_;
   bool was_on_ = false;
   at::ScalarType previous_dtype_ = at::kFloat;
 };
 
+// Our CPU kernels take fp32: under CPU autocast the linear layers hand them bf16.
+at::Tensor float_on_cpu(const at::Tensor& x) {
+  return x.is_cpu() && x.scalar_type() != at::kFloat ? x.to(at::kFloat) : x;
+}
 
 // Recomputation (the paper's "gradient checkpointing"): the forward keeps only the block input; the
 // backward runs the branch again with the graph on and differentiates it. Dropout masks are reproduced
@@ -108,7 +134,9 @@ class RecomputedBranch : public torch::autograd::Function<RecomputedBranch> {
     ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
     ctx->saved_data["rng"] = at::detail::getDefaultCPUGenerator().get_state();
     // The backward runs on autograd's thread, outside the caller's autocast scope: remember it.
-    ctx->saved_data["autocast"] = static_cast<int64_t>(AutocastScope::active());
+    const bool cuda = h.is_cuda();
+    ctx->saved_data["autocast_cuda"] = cuda;
+    ctx->saved_data["autocast"] = static_cast<int64_t>(AutocastScope::active(cuda));
     ctx->save_for_backward({h});
     (void)parameters;  // inputs only so that autograd routes their gradients through backward()
     at::NoGradGuard no_grad;
@@ -125,7 +153,8 @@ class RecomputedBranch : public torch::autograd::Function<RecomputedBranch> {
     {
       at::AutoGradMode grad_mode(true);
       const auto autocast_dtype = static_cast<at::ScalarType>(ctx->saved_data["autocast"].toInt());
-      AutocastScope autocast(autocast_dtype != at::ScalarType::Undefined, autocast_dtype);
+      AutocastScope autocast(ctx->saved_data["autocast_cuda"].toBool(), autocast_dtype != at::ScalarType::Undefined,
+                             autocast_dtype);
       out = block->branch(h);
     }
     generator.set_state(state_now);
@@ -223,8 +252,9 @@ at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
   const at::Tensor start = at::full({batch, 1}, 256, tokens.options());
   const at::Tensor inputs = at::cat({start, tokens.narrow(1, 0, length - 1)}, 1);
 
-  const bool mixed = config_.precision != Precision::fp32 && bytes.is_cuda();
-  AutocastScope autocast(mixed, config_.precision == Precision::bf16 ? at::kBFloat16 : at::kHalf);
+  const Precision precision = effective_precision(config_, bytes.is_cuda());
+  AutocastScope autocast(bytes.is_cuda(), precision != Precision::fp32,
+                         precision == Precision::bf16 ? at::kBFloat16 : at::kHalf);
   at::Tensor h = embed(inputs, 0);
   for (auto& block : block_list) {
     if (config_.recompute && is_training() && at::GradMode::is_enabled()) {
@@ -235,6 +265,22 @@ at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
     }
   }
   return head(h).to(at::kFloat);  // logits in fp32 whatever the activations were
+}
+
+bool cpu_has_fast_bf16() {
+  // LibTorch sends CPU bf16 matmuls to oneDNN when it has it and the processor has AVX-512 BW, VL and DQ;
+  // oneDNN then uses the BF16 dot-product instructions where they exist.
+  static const bool fast = [] {
+    __builtin_cpu_init();
+    return at::hasMKLDNN() && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }();
+  return fast;
+}
+
+Precision effective_precision(const ModelConfig& config, bool on_cuda) {
+  if (on_cuda) return config.precision;
+  return config.precision == Precision::bf16 && cpu_has_fast_bf16() ? Precision::bf16 : Precision::fp32;
 }
 
 int64_t SparseTransformerImpl::parameter_count() const {

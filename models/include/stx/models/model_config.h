@@ -30,10 +30,19 @@ enum class DataKind { image, text, audio };
 const char* to_string(DataKind kind);
 DataKind parse_data_kind(const std::string& name);  // "image" | "text" | "audio"; ConfigError otherwise
 
-// Activation precision on CUDA; weights are always fp32. On CPU the model runs in fp32 whatever this says.
+// Activation precision; weights are always fp32. On CUDA, bf16 or fp16 autocast. On the CPU, bf16 autocast
+// (the linear layers in bf16, attention and GELU in our fp32 kernels) where the processor has AVX512-BF16,
+// else fp32; fp16 runs as fp32 there (see effective_precision in sparse_transformer.h).
 enum class Precision { fp32, bf16, fp16 };
 const char* to_string(Precision p);
 Precision parse_precision(const std::string& name);
+struct ModelConfig;
+// Whether this processor runs LibTorch's bf16 matmuls in hardware (AVX512-BF16 through oneDNN), at about
+// twice the speed of fp32 ones. Without it they are emulated and slower than fp32.
+bool cpu_has_fast_bf16();
+// The activation precision a forward pass of `config` actually runs in on that device: config.precision
+// on CUDA; on the CPU bf16 where cpu_has_fast_bf16() (fp16 and emulated bf16 run as fp32).
+Precision effective_precision(const ModelConfig& config, bool on_cuda);
 
 struct ModelConfig {
   std::string name = "custom";
