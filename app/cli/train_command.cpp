@@ -99,6 +99,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
       throw UsageError("--init-from takes the model from the checkpoint; drop --preset/--config");
     }
     if (c.context > 0) throw UsageError("--context cannot change when fine-tuning");
+    if (!c.precision.empty()) throw UsageError("--precision cannot change when fine-tuning");
     if (c.data.empty()) throw UsageError("--data is required for a new run");
     if (c.out.empty()) throw UsageError("--out is required for a new run");
     o.init_from = c.init_from;
@@ -128,6 +129,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
     o.resume = c.resume;
     if (!c.preset.empty() || !c.config_file.empty()) throw UsageError("--resume takes the model from the checkpoint; drop --preset/--config");
     if (c.context > 0) throw UsageError("--context cannot change when resuming");
+    if (!c.precision.empty()) throw UsageError("--precision cannot change when resuming");
     // Without --steps the run keeps its own schedule: the trainer takes the caller's total as given.
     if (c.steps <= 0) {
       const engine::CheckpointInfo info = engine::read_checkpoint_info(engine::resolve_checkpoint(c.resume));
@@ -146,6 +148,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
       throw UsageError(std::string("--context: ") + e.what());
     }
   }
+  if (!c.precision.empty()) o.model.precision = models::parse_precision(c.precision);  // checked by CLI11
   o.data = c.data;
   o.out = c.out;
   if (c.steps > 0) o.steps = c.steps;
@@ -200,6 +203,10 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
       ->check(CLI::Range(0.0, 1.0));
   command->add_option("--context", o.context, "training sequence length (text and audio models)")
       ->check(CLI::Range(int64_t{1}, int64_t{4194304}));
+  command->add_option("--precision", o.precision,
+                      "activations: fp32, bf16 (the linear layers in bf16: on a CPU with AVX512-BF16 about 1.4x "
+                      "faster steps; elsewhere the CPU trains in fp32) or fp16 (CUDA only) [default: the preset's, fp32]")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   command->add_option("--eval-every", o.eval_every, "validate every K steps [default: 100; 0 = at checkpoints only]")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   command->add_option("--eval-windows", o.eval_windows, "validation windows per pass [default: 32; 0 = all]")
@@ -232,6 +239,11 @@ int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
     return launch_workers(c.nproc, argv);
   }
   engine::TrainOptions options = build_options(c);
+  if (options.model.precision != models::Precision::fp32 && options.device != "cuda" && !c.quiet &&
+      models::effective_precision(options.model, false) == models::Precision::fp32) {
+    std::cerr << "stx train: note: " << models::to_string(options.model.precision)
+              << " runs as fp32 on this CPU (bf16 needs AVX512-BF16; fp16 is for CUDA)\n";
+  }
   if (const char* threads = std::getenv("STX_THREADS")) at::set_num_threads(std::max(1, std::atoi(threads)));
   ProgressPrinter printer(c.quiet || options.distributed.rank != 0);
   engine::JobEnded end;

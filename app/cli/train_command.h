@@ -25,6 +25,7 @@ struct TrainCommandOptions {
   int64_t warmup_steps = -1;   // -1 = the recipe's
   double min_lr_ratio = -1;    // -1 = the recipe's
   int64_t context = 0;
+  std::string precision;  // empty: the preset's or config's
   int64_t eval_every = -1;
   int64_t eval_windows = -1;
   int64_t checkpoint_every = 0;

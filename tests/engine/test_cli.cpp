@@ -12,6 +12,8 @@
 
 #include "engine_test_support.h"
 #include "stx/engine/checkpoint.h"
+#include "stx/engine/atomic_file.h"
+#include "stx/models/model_config.h"
 
 #ifdef STX_CLI_PATH
 
@@ -219,6 +221,32 @@ TEST(Cli, BadInputGetsOneLineAndANonZeroExit) {
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("model.safetensors"), std::string::npos) << r.err;
+}
+
+// --precision bf16 trains (the linear layers in bf16 where the CPU has AVX512-BF16, else fp32, with a note)
+// and the run records it; it is for new runs only.
+TEST(Cli, TrainPrecisionIsRecordedAndOnlyForNewRuns) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  const fs::path config = write_config(tmp);
+  const std::string run = (tmp / "run").string();
+  Result r = stx(tmp, "train --config " + config.string() + " --data " + data.string() + " --out " + run +
+                          " --steps 4 --batch 2 --precision bf16");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const fs::path checkpoint = stx::engine::resolve_checkpoint(tmp / "run");
+  const std::vector<uint8_t> bytes = stx::engine::read_file(checkpoint / "config.json", 1u << 20);
+  EXPECT_EQ(nlohmann::json::parse(bytes.begin(), bytes.end())["precision"], "bf16");
+  const bool note = r.err.find("runs as fp32 on this CPU") != std::string::npos;
+  EXPECT_EQ(note, !stx::models::cpu_has_fast_bf16()) << r.err;
+
+  r = stx(tmp, "train --resume " + run + " --steps 6 --precision fp32");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--precision cannot change when resuming"), std::string::npos) << r.err;
+  r = stx(tmp, "train --config " + config.string() + " --data " + data.string() + " --out " +
+                   (tmp / "other").string() + " --precision int4");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "other"));
 }
 
 TEST(Cli, LayoutDrawsTheConnectivityMatrixAsAPng) {
