@@ -29,6 +29,7 @@ namespace {
 struct TrainBenchOptions {
   std::vector<int64_t> contexts = {3072, 12288};
   std::vector<std::string> patterns = {"dense", "fixed", "strided"};
+  std::vector<std::string> precisions = {"fp32"};
   int64_t d_model = 256, layers = 4, heads = 4, batch = 1;
   int64_t stride = 128, summary = 32;
   // 32: with l = 128 and c = 32 the fixed pattern's summary cells fill whole 32-wide blocks, where 64-wide
@@ -41,13 +42,14 @@ struct TrainBenchOptions {
 
 struct Row {
   int64_t context = 0;
-  std::string pattern;
+  std::string pattern, precision;
   double step_ms = 0, peak_mb = 0, ratio_vs_dense = 0;
   int64_t parameters = 0;
   int repeats = 0;
 };
 
-models::ModelConfig config_for(const TrainBenchOptions& o, int64_t context, const std::string& pattern) {
+models::ModelConfig config_for(const TrainBenchOptions& o, int64_t context, const std::string& pattern,
+                               const std::string& precision) {
   models::ModelConfig c;
   c.name = "bench-" + pattern;
   c.kind = models::DataKind::text;
@@ -62,16 +64,18 @@ models::ModelConfig config_for(const TrainBenchOptions& o, int64_t context, cons
   c.mode = kernels::Combination::merged;
   c.block = o.block;
   c.recompute = o.recompute;
+  c.precision = models::parse_precision(precision);
   c.validate();
   return c;
 }
 
-Row run_row(const TrainBenchOptions& o, int64_t context, const std::string& pattern) {
+Row run_row(const TrainBenchOptions& o, int64_t context, const std::string& pattern, const std::string& precision) {
   Row row;
   row.context = context;
   row.pattern = pattern;
+  row.precision = precision;
   at::manual_seed(1);
-  models::SparseTransformer model(config_for(o, context, pattern));
+  models::SparseTransformer model(config_for(o, context, pattern, precision));
   row.parameters = model->parameter_count();
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-4));
   const at::Tensor bytes = at::randint(0, 256, {o.batch, context}, at::kLong);
@@ -102,29 +106,43 @@ void run(const TrainBenchOptions& o) {
               static_cast<long long>(o.d_model), static_cast<long long>(o.layers), static_cast<long long>(o.heads),
               static_cast<long long>(o.batch), static_cast<long long>(o.stride), static_cast<long long>(o.summary),
               o.block, o.recompute ? ", recompute" : "", at::get_num_threads());
-  std::printf("%8s  %-8s  %10s  %8s  %9s  %8s\n", "context", "pattern", "params", "step_ms", "vs_dense", "peak_mb");
+  // bf16 on the CPU means the linear layers in bf16 (effective_precision): only where the processor has
+  // AVX512-BF16; elsewhere the model would run in fp32 and the rows would repeat the fp32 ones.
+  std::vector<std::string> precisions;
+  for (const std::string& p : o.precisions) {
+    if (p == "bf16" && !models::cpu_has_fast_bf16()) {
+      std::printf("bf16: skipped, this processor has no AVX512-BF16 (a bf16 model trains in fp32 here)\n");
+      continue;
+    }
+    precisions.push_back(p);
+  }
+  std::printf("%8s  %-8s  %-9s  %10s  %8s  %9s  %8s\n", "context", "pattern", "precision", "params", "step_ms",
+              "vs_dense", "peak_mb");
   // Dense, when asked for, is timed first at each context, so that every other row has its ratio.
   std::vector<std::string> patterns = o.patterns;
   std::stable_partition(patterns.begin(), patterns.end(), [](const std::string& p) { return p == "dense"; });
   std::vector<Row> rows;
   for (int64_t context : o.contexts) {
-    double dense_ms = 0;
-    for (const std::string& pattern : patterns) {
-      Row row = run_row(o, context, pattern);
-      if (pattern == "dense") dense_ms = row.step_ms;
-      row.ratio_vs_dense = dense_ms > 0 ? dense_ms / row.step_ms : 0;
-      char ratio[16] = "-";
-      if (dense_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", row.ratio_vs_dense);
-      std::printf("%8lld  %-8s  %10lld  %8.0f  %9s  %8.0f\n", static_cast<long long>(context), pattern.c_str(),
-                  static_cast<long long>(row.parameters), row.step_ms, ratio, row.peak_mb);
-      std::fflush(stdout);
-      rows.push_back(row);
+    for (const std::string& precision : precisions) {  // each precision against its own dense row
+      double dense_ms = 0;
+      for (const std::string& pattern : patterns) {
+        Row row = run_row(o, context, pattern, precision);
+        if (pattern == "dense") dense_ms = row.step_ms;
+        row.ratio_vs_dense = dense_ms > 0 ? dense_ms / row.step_ms : 0;
+        char ratio[16] = "-";
+        if (dense_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", row.ratio_vs_dense);
+        std::printf("%8lld  %-8s  %-9s  %10lld  %8.0f  %9s  %8.0f\n", static_cast<long long>(context),
+                    pattern.c_str(), precision.c_str(), static_cast<long long>(row.parameters), row.step_ms, ratio,
+                    row.peak_mb);
+        std::fflush(stdout);
+        rows.push_back(row);
+      }
     }
   }
   if (o.json_path.empty()) return;
   nlohmann::json records = nlohmann::json::array();
   for (const Row& r : rows) {
-    nlohmann::json record = {{"context", r.context}, {"pattern", r.pattern}, {"step_ms", r.step_ms},
+    nlohmann::json record = {{"context", r.context}, {"pattern", r.pattern}, {"precision", r.precision}, {"step_ms", r.step_ms},
                              {"peak_mb", r.peak_mb}, {"parameters", r.parameters}, {"repeats", r.repeats},
                              {"d_model", o.d_model}, {"layers", o.layers}, {"heads", o.heads}, {"batch", o.batch},
                              {"threads", at::get_num_threads()}};
@@ -144,6 +162,12 @@ void register_train_command(CLI::App& parent) {
   cmd->add_option("--context", o->contexts, "Context lengths; repeat or give a comma list")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--precision", o->precisions,
+                  "Activation precisions, side by side: fp32, bf16 (the linear layers in bf16 where the CPU has "
+                  "AVX512-BF16; each against a dense row of its own)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--pattern", o->patterns, "Patterns; dense, when listed, is timed first and gives the ratios")
       ->delimiter(',')
