@@ -99,7 +99,6 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
       throw UsageError("--init-from takes the model from the checkpoint; drop --preset/--config");
     }
     if (c.context > 0) throw UsageError("--context cannot change when fine-tuning");
-    if (!c.precision.empty()) throw UsageError("--precision cannot change when fine-tuning");
     if (c.data.empty()) throw UsageError("--data is required for a new run");
     if (c.out.empty()) throw UsageError("--out is required for a new run");
     o.init_from = c.init_from;
@@ -148,7 +147,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
       throw UsageError(std::string("--context: ") + e.what());
     }
   }
-  if (!c.precision.empty()) o.model.precision = models::parse_precision(c.precision);  // checked by CLI11
+  if (!c.precision.empty()) o.precision = models::parse_precision(c.precision);  // checked by CLI11
   o.data = c.data;
   o.out = c.out;
   if (c.steps > 0) o.steps = c.steps;
@@ -204,8 +203,9 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
   command->add_option("--context", o.context, "training sequence length (text and audio models)")
       ->check(CLI::Range(int64_t{1}, int64_t{4194304}));
   command->add_option("--precision", o.precision,
-                      "activations: fp32, bf16 (the linear layers in bf16: on a CPU with AVX512-BF16 about 1.4x "
-                      "faster steps; elsewhere the CPU trains in fp32) or fp16 (CUDA only) [default: the preset's, fp32]")
+                      "activations of a new run or fine-tune: fp32, bf16 (the linear layers in bf16: on a CPU with "
+                      "AVX512-BF16 about 1.4x faster steps; elsewhere the CPU trains in fp32) or fp16 (CUDA only) "
+                      "[default: the model's, fp32 for the presets]")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   command->add_option("--eval-every", o.eval_every, "validate every K steps [default: 100; 0 = at checkpoints only]")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
@@ -239,10 +239,13 @@ int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
     return launch_workers(c.nproc, argv);
   }
   engine::TrainOptions options = build_options(c);
-  if (options.model.precision != models::Precision::fp32 && options.device != "cuda" && !c.quiet &&
-      models::effective_precision(options.model, false) == models::Precision::fp32) {
-    std::cerr << "stx train: note: " << models::to_string(options.model.precision)
-              << " runs as fp32 on this CPU (bf16 needs AVX512-BF16; fp16 is for CUDA)\n";
+  if (options.precision && *options.precision != models::Precision::fp32 && options.device != "cuda" && !c.quiet) {
+    models::ModelConfig asked;
+    asked.precision = *options.precision;
+    if (models::effective_precision(asked, false) == models::Precision::fp32) {
+      std::cerr << "stx train: note: " << models::to_string(asked.precision)
+                << " runs as fp32 on this CPU (bf16 needs AVX512-BF16; fp16 is for CUDA)\n";
+    }
   }
   if (const char* threads = std::getenv("STX_THREADS")) at::set_num_threads(std::max(1, std::atoi(threads)));
   ProgressPrinter printer(c.quiet || options.distributed.rank != 0);

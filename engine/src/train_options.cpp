@@ -30,6 +30,7 @@ void TrainOptions::validate() const {
     throw Error("--device must be cpu, cuda or auto, got '" + device + "'");
   }
   require(!(resume && init_from), "--resume and --init-from cannot be combined: a resumed run keeps its own weights");
+  require(!(resume && precision), "--precision cannot change when resuming: a resumed run keeps its checkpoint's");
   require(save_retry_seconds >= 0.001 && save_retry_seconds <= 86400, "save retry interval must be in [0.001, 86400] s");
   require(steps >= 1 && steps <= 100'000'000, "--steps must be in [1, 100000000]");
   require(batch >= 1 && batch <= 65536, "--batch must be in [1, 65536]");

@@ -224,8 +224,8 @@ TEST(Cli, BadInputGetsOneLineAndANonZeroExit) {
 }
 
 // --precision bf16 trains (the linear layers in bf16 where the CPU has AVX512-BF16, else fp32, with a note)
-// and the run records it; it is for new runs only.
-TEST(Cli, TrainPrecisionIsRecordedAndOnlyForNewRuns) {
+// and the run records it; a fine-tune may set its own, a resumed run may not.
+TEST(Cli, TrainPrecisionIsRecordedAndNotChangedOnResume) {
   stx::test::TempFolder tmp;
   const fs::path data = stx::test::make_text_corpus(tmp / "data");
   const fs::path config = write_config(tmp);
@@ -238,6 +238,14 @@ TEST(Cli, TrainPrecisionIsRecordedAndOnlyForNewRuns) {
   EXPECT_EQ(nlohmann::json::parse(bytes.begin(), bytes.end())["precision"], "bf16");
   const bool note = r.err.find("runs as fp32 on this CPU") != std::string::npos;
   EXPECT_EQ(note, !stx::models::cpu_has_fast_bf16()) << r.err;
+
+  // A fine-tune may change it: the new run records its own.
+  r = stx(tmp, "train --init-from " + run + " --data " + data.string() + " --out " + (tmp / "tuned").string() +
+                   " --steps 2 --precision fp32 --quiet");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<uint8_t> tuned =
+      stx::engine::read_file(stx::engine::resolve_checkpoint(tmp / "tuned") / "config.json", 1u << 20);
+  EXPECT_EQ(nlohmann::json::parse(tuned.begin(), tuned.end())["precision"], "fp32");
 
   r = stx(tmp, "train --resume " + run + " --steps 6 --precision fp32");
   EXPECT_EQ(r.status, 2) << r.err;

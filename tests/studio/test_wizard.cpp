@@ -1,6 +1,7 @@
 // The training wizard, driven as a user would: pick a text folder, fine-tune a tiny model, watch it train,
 // pause, cancel, close, resume. Runs offscreen with a private model library per test.
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -372,6 +373,13 @@ void WizardTest::presetEstimateCanBeCancelled() {
   const stx::engine::TrainOptions options = wizard.trainOptions();
   QCOMPARE(options.model.context, int64_t(1024));
   QVERIFY(!options.init_from.has_value());
+  QVERIFY(!options.precision.has_value());  // the model's own unless asked
+  // bf16 is offered only where the processor does it in hardware, and then reaches the options.
+  QCOMPARE(settings->bf16Check()->isEnabled(), stx::models::cpu_has_fast_bf16());
+  if (settings->bf16Check()->isEnabled()) {
+    settings->bf16Check()->setChecked(true);
+    QVERIFY(wizard.trainOptions().precision == stx::models::Precision::bf16);
+  }
 }
 
 // A base model's context was chosen to fit its training batch in memory, so fine-tuning starts from that

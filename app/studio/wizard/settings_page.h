@@ -8,6 +8,7 @@
 
 #include "stx/engine/training_estimate.h"
 
+class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -49,6 +50,7 @@ class SettingsPage : public QWizardPage {
   QSpinBox* contextSpin() const { return context_; }
   QDoubleSpinBox* validationSpin() const { return validation_; }
   QSpinBox* checkpointSpin() const { return checkpointEvery_; }
+  QCheckBox* bf16Check() const { return bf16_; }
   QLineEdit* nameEdit() const { return name_; }
   QLabel* estimateLabel() const { return estimateText_; }
   QPushButton* estimateButton() const { return estimateButton_; }
@@ -70,6 +72,7 @@ class SettingsPage : public QWizardPage {
   QLabel* contextNote_;
   QDoubleSpinBox* validation_;
   QSpinBox* checkpointEvery_;
+  QCheckBox* bf16_;
   QLineEdit* name_;
   QLabel* folderText_;
   QLabel* folderError_;

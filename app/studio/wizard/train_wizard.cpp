@@ -92,6 +92,7 @@ stx::engine::TrainOptions TrainWizard::trainOptions() const {
   o.learning_rate = field(QStringLiteral("learningRate")).toDouble();
   o.validation_fraction = field(QStringLiteral("validationPercent")).toDouble() / 100.0;
   o.checkpoint_every = field(QStringLiteral("checkpointEvery")).toLongLong();
+  if (field(QStringLiteral("bf16")).toBool()) o.precision = stx::models::Precision::bf16;
   // A validation point at every checkpoint: the curve and the saved "best" agree, at no extra passes.
   o.eval_every = o.checkpoint_every;
   // Warm-up is a tenth of a short run, so a short fine-tune still reaches its learning rate.

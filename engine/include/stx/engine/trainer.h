@@ -30,6 +30,10 @@ struct TrainOptions {
   // Fine-tuning: a new run whose architecture and starting weights come from this model (a run folder or a
   // checkpoint folder); `model` is then ignored, and the optimiser and step count start afresh.
   std::optional<std::filesystem::path> init_from;
+  // The activation precision of a new run or a fine-tune, over the model's own (models::Precision; bf16 on
+  // a CPU with AVX512-BF16 runs the linear layers in bf16). None keeps the model's. Not for a resumed run,
+  // which keeps its checkpoint's.
+  std::optional<models::Precision> precision;
 
   int64_t steps = 1000;          // total optimiser steps of the run (a resumed run continues up to this)
   int64_t batch = 8;             // sequences per optimiser step, over all processes and accumulation steps
