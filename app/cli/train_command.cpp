@@ -204,7 +204,7 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{4194304}));
   command->add_option("--precision", o.precision,
                       "activations of a new run or fine-tune: fp32, bf16 (the linear layers in bf16: on a CPU with "
-                      "AVX512-BF16 about 1.4x faster steps; elsewhere the CPU trains in fp32) or fp16 (CUDA only) "
+                      "AVX512-BF16 steps take 1.2-1.6x less time; elsewhere the CPU trains in fp32) or fp16 (CUDA only) "
                       "[default: the model's, fp32 for the presets]")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   command->add_option("--eval-every", o.eval_every, "validate every K steps [default: 100; 0 = at checkpoints only]")

@@ -80,7 +80,7 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
   bf16_ = new QCheckBox(tr("Faster arithmetic (bf16 linear layers)"));
   if (stx::models::cpu_has_fast_bf16()) {
     bf16_->setToolTip(tr("This processor has AVX512-BF16: the linear layers run in bf16 at about twice the "
-                         "speed, the weights stay fp32. Steps take about 1.4x less time, with the same "
+                         "speed, the weights stay fp32. Steps take 1.2-1.6x less time, with the same "
                          "bits/byte in our measurements."));
   } else {
     bf16_->setEnabled(false);
