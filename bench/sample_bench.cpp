@@ -34,6 +34,7 @@ struct SampleBenchOptions {
   bool dense = true;
   // Both by default, timed one after the other at each position, so their ratio is measured side by side.
   std::vector<std::string> kv_caches = {"float32", "float16"};
+  std::vector<std::string> cpu_paths = {"auto"};
   // float16: the model's weights rounded to halves first, as `stx export --fp16` stores the bundled models,
   // so the decoder keeps its matrices as halves. Timed after the float32 weights at each position.
   std::vector<std::string> weights = {"float32"};
@@ -42,7 +43,7 @@ struct SampleBenchOptions {
 };
 
 struct Row {
-  std::string model, pattern, kv_cache, weights;
+  std::string model, pattern, kv_cache, weights, cpu_path;
   int64_t batch = 0, position = 0, parameters = 0;
   double tokens_per_s = 0, steps_per_s = 0;
   double vs_first = 0;  // tokens/s against the first row timed at this position; 0 for that row itself
@@ -103,8 +104,8 @@ void run(const SampleBenchOptions& o) {
   omp_set_num_threads(threads);
   std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
               "tokens/s counts every sample of the batch\n", threads);
-  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %8s  %10s  %9s  %8s\n", "model", "pattern", "params", "weights",
-              "kv", "batch", "position", "tokens/s", "steps/s", "vs first");
+  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %8s  %10s  %9s  %8s  %s\n", "model", "pattern", "params", "weights",
+              "kv", "batch", "position", "tokens/s", "steps/s", "vs first", "cpu");
   std::vector<Row> rows;
   for (const std::string& name : o.models) {
     for (bool dense : {false, true}) {
@@ -136,7 +137,14 @@ void run(const SampleBenchOptions& o) {
           double first_rate = 0;
           for (const std::string& w : o.weights) {
             for (const std::string& kv : o.kv_caches) {
+             for (const std::string& path : o.cpu_paths) {
+              // The kernels' instruction set for this row only; "auto" is what the processor's best would be.
+              kernels::force_cpu_isa(path == "avx512" ? kernels::CpuIsa::avx512
+                                     : path == "avx2" ? kernels::CpuIsa::avx2
+                                     : path == "portable" ? kernels::CpuIsa::portable
+                                                          : kernels::best_cpu_isa());
               Row r = time_at(w == "float16" ? *model16 : model, batch, position, o.seconds_per_row, kv, w);
+              r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
               r.model = name;
               r.pattern = kernels::to_string(config.pattern);
               r.parameters = model->parameter_count();
@@ -146,12 +154,13 @@ void run(const SampleBenchOptions& o) {
               else r.vs_first = r.tokens_per_s / first_rate;
               char ratio[32] = "";
               if (r.vs_first > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_first);
-              std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s\n", r.model.c_str(),
+              std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s  %s\n", r.model.c_str(),
                           r.pattern.c_str(), static_cast<long long>(r.parameters), w.c_str(), kv.c_str(),
                           static_cast<long long>(r.batch), static_cast<long long>(r.position), r.tokens_per_s,
-                          r.steps_per_s, ratio);
+                          r.steps_per_s, ratio, r.cpu_path.c_str());
               std::fflush(stdout);
               rows.push_back(r);
+             }
             }
           }
         }
@@ -164,7 +173,7 @@ void run(const SampleBenchOptions& o) {
     nlohmann::json record = {{"model", r.model},         {"pattern", r.pattern},         {"position", r.position},
                              {"tokens_per_s", r.tokens_per_s}, {"steps_per_s", r.steps_per_s}, {"batch", r.batch},
                              {"parameters", r.parameters}, {"threads", threads},         {"kv_cache", r.kv_cache},
-                             {"weights", r.weights}};
+                             {"weights", r.weights}, {"cpu_path", r.cpu_path}};
     if (r.vs_first > 0) record["vs_first"] = r.vs_first;
     records.push_back(record);
   }
@@ -197,6 +206,12 @@ void register_sample_command(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads (0: every core)")->check(CLI::Range(0, 1024))->capture_default_str();
   cmd->add_flag("!--no-dense", o->dense, "Skip the dense-pattern models");
+  cmd->add_option("--cpu-path", o->cpu_paths,
+                  "The kernels' instruction set, side by side: auto (the processor's best), avx512, avx2, portable "
+                  "(comma list)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"auto", "avx512", "avx2", "portable"}))
+      ->capture_default_str();
   cmd->add_option("--kv-cache", o->kv_caches,
                   "KV cache types to time at each position, side by side: float32, float16 (comma list)")
       ->delimiter(',')
