@@ -138,6 +138,8 @@ int run_info_command(const InfoOptions& o) {
                {"d_model", c.d_model},
                {"heads", c.heads},
                {"d_ff", c.d_ff},
+               {"precision", models::to_string(c.precision)},
+               {"precision_on_this_cpu", models::to_string(models::effective_precision(c, false))},
                {"weights_hash", b.weights_hash}};
   if (b.state) {
     card["training_steps"] = b.state->step;
@@ -160,6 +162,10 @@ int run_info_command(const InfoOptions& o) {
   std::printf("  attention    %s, block %d\n", describe_attention(c).c_str(), c.block);
   std::printf("  network      %lld layers, d_model %lld, %lld heads, d_ff %lld\n", static_cast<long long>(c.layers),
               static_cast<long long>(c.d_model), static_cast<long long>(c.heads), static_cast<long long>(c.d_ff));
+  // Weights are fp32 whatever the activations; a bf16 model runs as fp32 on a CPU without AVX512-BF16.
+  const models::Precision here = models::effective_precision(c, false);
+  std::printf("  precision    %s activations, fp32 weights%s\n", models::to_string(c.precision),
+              here == c.precision ? "" : (std::string("; ") + models::to_string(here) + " on this CPU").c_str());
   if (b.state) {
     std::printf("  training     %lld steps, %s\n", static_cast<long long>(b.state->step),
                 (std::to_string(static_cast<long long>(std::lround(b.state->train_seconds))) + " s").c_str());

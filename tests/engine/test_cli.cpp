@@ -238,6 +238,11 @@ TEST(Cli, TrainPrecisionIsRecordedAndNotChangedOnResume) {
   EXPECT_EQ(nlohmann::json::parse(bytes.begin(), bytes.end())["precision"], "bf16");
   const bool note = r.err.find("runs as fp32 on this CPU") != std::string::npos;
   EXPECT_EQ(note, !stx::models::cpu_has_fast_bf16()) << r.err;
+  r = stx(tmp, "info --json --model " + run);  // the model card says what was asked and what runs here
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto card = nlohmann::json::parse(r.out);
+  EXPECT_EQ(card["precision"], "bf16");
+  EXPECT_EQ(card["precision_on_this_cpu"], stx::models::cpu_has_fast_bf16() ? "bf16" : "fp32");
 
   // A fine-tune may change it: the new run records its own.
   r = stx(tmp, "train --init-from " + run + " --data " + data.string() + " --out " + (tmp / "tuned").string() +
