@@ -139,7 +139,7 @@ int run_info_command(const InfoOptions& o) {
                {"heads", c.heads},
                {"d_ff", c.d_ff},
                {"precision", models::to_string(c.precision)},
-               {"precision_on_this_cpu", models::to_string(models::effective_precision(c, false))},
+               {"precision_on_this_cpu", models::to_string(models::effective_precision(c.precision, false))},
                {"weights_hash", b.weights_hash}};
   if (b.state) {
     card["training_steps"] = b.state->step;
@@ -163,7 +163,7 @@ int run_info_command(const InfoOptions& o) {
   std::printf("  network      %lld layers, d_model %lld, %lld heads, d_ff %lld\n", static_cast<long long>(c.layers),
               static_cast<long long>(c.d_model), static_cast<long long>(c.heads), static_cast<long long>(c.d_ff));
   // Weights are fp32 whatever the activations; a bf16 model runs as fp32 on a CPU without AVX512-BF16.
-  const models::Precision here = models::effective_precision(c, false);
+  const models::Precision here = models::effective_precision(c.precision, false);
   std::printf("  precision    %s activations, fp32 weights%s\n", models::to_string(c.precision),
               here == c.precision ? "" : (std::string("; ") + models::to_string(here) + " on this CPU").c_str());
   if (b.state) {

@@ -240,10 +240,8 @@ int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
   }
   engine::TrainOptions options = build_options(c);
   if (options.precision && *options.precision != models::Precision::fp32 && options.device != "cuda" && !c.quiet) {
-    models::ModelConfig asked;
-    asked.precision = *options.precision;
-    if (models::effective_precision(asked, false) == models::Precision::fp32) {
-      std::cerr << "stx train: note: " << models::to_string(asked.precision)
+    if (models::effective_precision(*options.precision, false) == models::Precision::fp32) {
+      std::cerr << "stx train: note: " << models::to_string(*options.precision)
                 << " runs as fp32 on this CPU (bf16 needs AVX512-BF16; fp16 is for CUDA)\n";
     }
   }

@@ -129,7 +129,7 @@ void prepare(Run& run, const EventSink& sink) {
     run.config = o.model;
     run.state.seed = o.seed;
   }
-  if (o.precision && !o.resume) run.config.precision = *o.precision;
+  if (o.precision) run.config.precision = *o.precision;  // validate() below refuses it on resume
   o.validate();
   if (o.data.empty()) throw Error("no training data given (--data)");
   if (o.out.empty()) throw Error("no output folder given (--out)");

@@ -19,7 +19,10 @@ namespace stx::models {
 // ---- residual block ----------------------------------------------------------------------------------
 
 namespace {
-at::Tensor float_on_cpu(const at::Tensor& x);
+// Our CPU kernels take fp32: under CPU autocast (see AutocastScope) the linear layers hand them bf16.
+at::Tensor float_on_cpu(const at::Tensor& x) {
+  return x.is_cpu() && x.scalar_type() != at::kFloat ? x.to(at::kFloat) : x;
+}
 }  // namespace
 
 ResidualBlockImpl::ResidualBlockImpl(const ModelConfig& config, int layer)
@@ -64,33 +67,11 @@ class AutocastScope {
     if (!enabled_) return;
     was_on_ = is_on(cuda_);
     previous_dtype_ = dtype_of(cuda_);
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(cuda_ ? at::kCUDA : at::kCPU, true);
-    at::autocast::set_autocast_dtype(cuda_ ? at::kCUDA : at::kCPU, dtype);
-#else
-    if (cuda_) {
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(dtype);
-    } else {
-      at::autocast::set_cpu_enabled(true);
-      at::autocast::set_autocast_cpu_dtype(dtype);
-    }
-#endif
+    set(cuda_, true, dtype);
   }
   ~AutocastScope() {
     if (!enabled_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(cuda_ ? at::kCUDA : at::kCPU, was_on_);
-    at::autocast::set_autocast_dtype(cuda_ ? at::kCUDA : at::kCPU, previous_dtype_);
-#else
-    if (cuda_) {
-      at::autocast::set_enabled(was_on_);
-      at::autocast::set_autocast_gpu_dtype(previous_dtype_);
-    } else {
-      at::autocast::set_cpu_enabled(was_on_);
-      at::autocast::set_autocast_cpu_dtype(previous_dtype_);
-    }
-#endif
+    set(cuda_, was_on_, previous_dtype_);
     if (!was_on_ && !is_on(!cuda_)) at::autocast::clear_cache();
   }
   // The dtype autocast runs CUDA (or CPU) matmuls in right now, or Undefined when it is off.
@@ -99,30 +80,33 @@ class AutocastScope {
   AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
-  static bool is_on(bool cuda) {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU);
-#else
-    return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
-#endif
+  static bool is_on(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
+  static at::ScalarType dtype_of(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
+  static void set(bool cuda, bool on, at::ScalarType dtype) {
+    at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on);
+    at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, dtype);
   }
+#else
+  static bool is_on(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
   static at::ScalarType dtype_of(bool cuda) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU);
-#else
     return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
-#endif
   }
+  static void set(bool cuda, bool on, at::ScalarType dtype) {
+    if (cuda) {
+      at::autocast::set_enabled(on);
+      at::autocast::set_autocast_gpu_dtype(dtype);
+    } else {
+      at::autocast::set_cpu_enabled(on);
+      at::autocast::set_autocast_cpu_dtype(dtype);
+    }
+  }
+#endif
   bool cuda_;
   bool enabled_;
   bool was_on_ = false;
   at::ScalarType previous_dtype_ = at::kFloat;
 };
-
-// Our CPU kernels take fp32: under CPU autocast the linear layers hand them bf16.
-at::Tensor float_on_cpu(const at::Tensor& x) {
-  return x.is_cpu() && x.scalar_type() != at::kFloat ? x.to(at::kFloat) : x;
-}
 
 // Recomputation (the paper's "gradient checkpointing"): the forward keeps only the block input; the
 // backward runs the branch again with the graph on and differentiates it. Dropout masks are reproduced
@@ -252,7 +236,7 @@ at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
   const at::Tensor start = at::full({batch, 1}, 256, tokens.options());
   const at::Tensor inputs = at::cat({start, tokens.narrow(1, 0, length - 1)}, 1);
 
-  const Precision precision = effective_precision(config_, bytes.is_cuda());
+  const Precision precision = effective_precision(config_.precision, bytes.is_cuda());
   AutocastScope autocast(bytes.is_cuda(), precision != Precision::fp32,
                          precision == Precision::bf16 ? at::kBFloat16 : at::kHalf);
   at::Tensor h = embed(inputs, 0);
@@ -278,9 +262,9 @@ bool cpu_has_fast_bf16() {
   return fast;
 }
 
-Precision effective_precision(const ModelConfig& config, bool on_cuda) {
-  if (on_cuda) return config.precision;
-  return config.precision == Precision::bf16 && cpu_has_fast_bf16() ? Precision::bf16 : Precision::fp32;
+Precision effective_precision(Precision asked, bool on_cuda) {
+  if (on_cuda) return asked;
+  return asked == Precision::bf16 && cpu_has_fast_bf16() ? Precision::bf16 : Precision::fp32;
 }
 
 int64_t SparseTransformerImpl::parameter_count() const {

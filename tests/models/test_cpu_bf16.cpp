@@ -49,11 +49,11 @@ at::Tensor loss_of(SparseTransformer& model, const at::Tensor& bytes) {
 
 TEST(CpuBf16, EffectivePrecision) {
   for (const Precision p : {Precision::fp32, Precision::bf16, Precision::fp16}) {
-    EXPECT_EQ(stx::models::effective_precision(tiny(p), true), p) << "CUDA runs what the config says";
+    EXPECT_EQ(stx::models::effective_precision(p, true), p) << "CUDA runs what the config says";
   }
-  EXPECT_EQ(stx::models::effective_precision(tiny(Precision::fp32), false), Precision::fp32);
-  EXPECT_EQ(stx::models::effective_precision(tiny(Precision::fp16), false), Precision::fp32) << "no fp16 on the CPU";
-  EXPECT_EQ(stx::models::effective_precision(tiny(Precision::bf16), false),
+  EXPECT_EQ(stx::models::effective_precision(Precision::fp32, false), Precision::fp32);
+  EXPECT_EQ(stx::models::effective_precision(Precision::fp16, false), Precision::fp32) << "no fp16 on the CPU";
+  EXPECT_EQ(stx::models::effective_precision(Precision::bf16, false),
             stx::models::cpu_has_fast_bf16() ? Precision::bf16 : Precision::fp32);
 }
 

@@ -36,13 +36,12 @@ DataKind parse_data_kind(const std::string& name);  // "image" | "text" | "audio
 enum class Precision { fp32, bf16, fp16 };
 const char* to_string(Precision p);
 Precision parse_precision(const std::string& name);
-struct ModelConfig;
 // Whether this processor runs LibTorch's bf16 matmuls in hardware (AVX512-BF16 through oneDNN), at about
 // twice the speed of fp32 ones. Without it they are emulated and slower than fp32.
 bool cpu_has_fast_bf16();
-// The activation precision a forward pass of `config` actually runs in on that device: config.precision
-// on CUDA; on the CPU bf16 where cpu_has_fast_bf16() (fp16 and emulated bf16 run as fp32).
-Precision effective_precision(const ModelConfig& config, bool on_cuda);
+// The activation precision a model asking for `asked` actually runs in on that device: `asked` on CUDA; on
+// the CPU bf16 where cpu_has_fast_bf16() (fp16 and emulated bf16 run as fp32).
+Precision effective_precision(Precision asked, bool on_cuda);
 
 struct ModelConfig {
   std::string name = "custom";
