@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include "stx/engine/error.h"
 
 namespace stx::engine {
@@ -44,7 +45,10 @@ int64_t parse_step(const std::string& name) {
 // A relative path from latest.json, accepted only when it names checkpoints/<step-name> under the root.
 std::optional<fs::path> checked_entry(const fs::path& root, const nlohmann::json& json, const char* key) {
   const auto it = json.find(key);
-  if (it == json.end() || !it->is_string()) return std::nullopt;
+  if (it == json.end() && std::string(key) == "best") return std::nullopt;  // a run without a validation yet
+  if (it == json.end() || !it->is_string()) {
+    throw Error((root / kLatestFile).string() + ": '" + key + "' must name a checkpoint of this run, as a string");
+  }
   const fs::path relative = it->get<std::string>();
   if (relative.parent_path() != kCheckpointsFolder || parse_step(relative.filename().string()) < 0) {
     throw Error((root / kLatestFile).string() + ": '" + relative.string() + "' is not a checkpoint of this run");
@@ -81,6 +85,21 @@ void RunFolder::write_latest(const std::string& latest, const std::string& best)
   nlohmann::json json = {{"latest", latest}};
   if (!best.empty()) json["best"] = best;
   write_file_atomic(root_ / kLatestFile, json.dump(2) + "\n");
+}
+
+void RunFolder::prepare() const {
+  std::error_code ec;
+  fs::create_directories(root_ / kCheckpointsFolder, ec);
+  if (ec) throw Error("cannot create the run folder " + (root_ / kCheckpointsFolder).string() + ": " + ec.message());
+  // A folder that exists but takes no new files (read-only, another user's) is found now too.
+  const fs::path probe = root_ / kCheckpointsFolder / ".stx-write-test";
+  std::FILE* file = std::fopen(probe.c_str(), "wb");
+  if (file == nullptr) {
+    throw Error("cannot write in the run folder " + (root_ / kCheckpointsFolder).string() + ": " +
+                std::strerror(errno));
+  }
+  std::fclose(file);
+  fs::remove(probe, ec);
 }
 
 fs::path RunFolder::commit(int64_t step, bool is_best, int keep_last,

@@ -170,8 +170,9 @@ void load_data(Run& run, const EventSink& sink, const std::atomic<bool>& cancel)
           std::to_string(run.data.train_files.size()) + " files), " + std::to_string(run.data.validation.size()) +
           " validation bytes (" + std::to_string(run.data.validation_files.size()) + " files)");
   for (size_t i = 0; i < run.data.skipped.size() && i < 20; ++i) {
-    log(run, sink, "skipped " + run.data.skipped[i].file.string() + ": " + run.data.skipped[i].reason,
-        LogLine::Level::warning);
+    // The reasons from the readers usually start with the file already.
+    const std::string file = run.data.skipped[i].file.string(), reason = run.data.skipped[i].reason;
+    log(run, sink, "skipped " + (reason.rfind(file, 0) == 0 ? reason : file + ": " + reason), LogLine::Level::warning);
   }
   if (run.data.skipped.size() > 20) {
     log(run, sink, std::to_string(run.data.skipped.size() - 20) + " more files skipped", LogLine::Level::warning);
@@ -305,6 +306,8 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
 
   load_data(run, sink, cancel);
   if (cancel.load()) return JobEnded{JobEnded::Outcome::cancelled, "cancelled while reading the data", {}};
+  // Only once the model and the data are known good, so a refused run leaves no folder behind.
+  if (!o.resume && run.reporting) RunFolder(o.out).prepare();
   const CropSampler crops(run.data.train, static_cast<size_t>(run.config.context), run.data.record_bytes,
                           run.state.seed);
   if (run.parallel) {

@@ -95,6 +95,10 @@ class RunFolder {
   // Returns the committed folder. On failure nothing already saved is touched.
   std::filesystem::path commit(int64_t step, bool is_best, int keep_last,
                                const std::function<void(const std::filesystem::path& staging)>& write_files);
+  // Creates the folder and its checkpoints/ now, so that a new run whose folder cannot be made (a file in
+  // the way, no permission) fails before its first step instead of pausing at its first save. Throws Error
+  // naming the folder and the reason.
+  void prepare() const;
   std::optional<std::filesystem::path> latest() const;
   std::optional<std::filesystem::path> best() const;
   std::filesystem::path folder_for(int64_t step) const;
