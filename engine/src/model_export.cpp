@@ -12,9 +12,18 @@ namespace stx::engine {
 namespace fs = std::filesystem;
 
 void export_model(const fs::path& source, const fs::path& target, bool fp16_weights, bool replace) {
-  ModelBundle bundle = load_checkpoint(resolve_checkpoint(source));
+  const fs::path resolved = resolve_checkpoint(source);
+  ModelBundle bundle = load_checkpoint(resolved);
   std::error_code ec;
   const bool exists = fs::exists(target, ec);
+  if (exists && (fs::equivalent(target, source, ec) || fs::equivalent(target, resolved, ec))) {
+    throw Error("cannot export " + resolved.string() + " onto itself; choose another folder");
+  }
+  if (exists && fs::exists(target / "train_state.safetensors", ec)) {
+    // A training checkpoint: an export holds no optimiser state, so replacing it would end its run.
+    throw Error(target.string() + " is a training checkpoint (it holds the optimiser state a resume needs); "
+                "it is never replaced by an export: choose another folder");
+  }
   if (exists && !replace) throw Error(target.string() + " already exists; choose another folder or replace it");
   if (exists && !fs::exists(target / "config.json", ec)) {
     // Replacing is for models; a folder of something else is never moved aside.
