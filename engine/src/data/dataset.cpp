@@ -170,7 +170,8 @@ std::vector<uint8_t> read_document(const fs::path& file, const DatasetOptions& o
 
 Dataset open_single_file(const fs::path& file, const DatasetOptions& options, Dataset dataset) {
   if (options.kind == DataKind::Image)
-    throw Error(file.string() + ": an image dataset needs at least 2 images");
+    throw Error(file.string() + ": an image dataset needs at least 2 images: give a folder of images (or a "
+                "Fashion-MNIST IDX file), not a single image");
   std::vector<uint8_t> bytes = read_document(file, options);
   check_total(file, bytes.size(), options.max_total_bytes);
   if (bytes.size() < 2) {
@@ -241,8 +242,14 @@ Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Datas
     throw Error(message);
   }
   if (split.documents() == 1) {
-    if (options.kind == DataKind::Image)
-      throw Error(folder.string() + ": an image dataset needs at least 2 images");
+    if (options.kind == DataKind::Image) {
+      std::string message = folder.string() + ": an image dataset needs at least 2 images, and only 1 was readable";
+      if (!dataset.skipped.empty()) {
+        message += " (" + std::to_string(dataset.skipped.size()) + " skipped; the first: " +
+                   dataset.skipped.front().reason + ")";
+      }
+      throw Error(message);
+    }
     if (last_document.size() < 2) {
       throw Error(folder.string() + ": one document of 1 byte, too few to hold out validation data");
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -110,7 +111,9 @@ std::vector<uint8_t> image_bytes_from_memory(const uint8_t* data, size_t size, I
     throw Error(source_name + ": not a PNG, JPEG, BMP or TGA image, or a damaged one (stb_image: " +
                 stbi_failure_reason() + ")");
   }
-  check_pixels(static_cast<uint64_t>(std::max(width, 0)), static_cast<uint64_t>(std::max(height, 0)));
+  // stb_image 2.27 reports a top-down BMP's height as stored, negative; its loader takes the absolute value.
+  const auto side = [](int x) { return static_cast<uint64_t>(std::llabs(static_cast<long long>(x))); };
+  check_pixels(side(width), side(height));
 
   // stb converts to the requested channel count: gray is repeated, RGB becomes luma, alpha is dropped.
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(

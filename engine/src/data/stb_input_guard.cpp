@@ -1,6 +1,9 @@
 #include "stb_input_guard.h"
 
+#include <zlib.h>
+
 #include <cstring>
+#include <string>
 
 namespace stx::engine::data {
 namespace {
@@ -114,9 +117,68 @@ bool png_first_idat_is_empty(const uint8_t* data, size_t size) {
   return false;
 }
 
+// stb_image ignores the CRC that ends every PNG chunk, so a flipped bit in the pixels decodes as a wrong
+// image. Returns the type of the first whole chunk whose CRC does not match, or "" when all match.
+std::string png_chunk_with_bad_crc(const uint8_t* data, size_t size) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (size < sizeof kSignature || std::memcmp(data, kSignature, sizeof kSignature) != 0) return "";
+  size_t position = sizeof kSignature;
+  while (size - position >= 12) {
+    const uint32_t length = big_endian_u32(data + position);
+    if (length > size - position - 12) return "";  // a truncated chunk: stb reports that itself
+    const uint8_t* type = data + position + 4;
+    const uLong crc = crc32(crc32(0L, Z_NULL, 0), type, static_cast<uInt>(4 + length));
+    if (crc != big_endian_u32(type + 4 + length)) return std::string(reinterpret_cast<const char*>(type), 4);
+    if (std::memcmp(type, "IEND", 4) == 0) return "";
+    position += 12 + size_t{length};
+  }
+  return "";
+}
+
+uint32_t little_endian_u32(const uint8_t* bytes) {
+  return uint32_t{bytes[0]} | (uint32_t{bytes[1]} << 8) | (uint32_t{bytes[2]} << 16) | (uint32_t{bytes[3]} << 24);
+}
+
+// stb_image reads past the end of a BMP as zero bytes, so a cut-off file decodes with black rows. For the
+// uncompressed kinds (the only ones stb takes besides refusing RLE), the pixel rows' size follows from the
+// header: offset + stride x |height|. Returns how many bytes the file needs, or 0 when it cannot tell.
+uint64_t bmp_bytes_needed(const uint8_t* data, size_t size) {
+  if (size < 30 || data[0] != 'B' || data[1] != 'M') return 0;
+  const uint64_t offset = little_endian_u32(data + 10), header = little_endian_u32(data + 14);
+  int64_t width = 0, height = 0, bits = 0, compression = 0;
+  if (header == 12) {
+    width = data[18] | (data[19] << 8);
+    height = data[20] | (data[21] << 8);
+    bits = data[24] | (data[25] << 8);
+  } else if (header >= 40 && size >= 34) {
+    width = static_cast<int32_t>(little_endian_u32(data + 18));
+    height = static_cast<int32_t>(little_endian_u32(data + 22));
+    bits = data[28] | (data[29] << 8);
+    compression = little_endian_u32(data + 30);
+  } else {
+    return 0;
+  }
+  if (compression != 0 && compression != 3) return 0;  // RLE and the rest: stb refuses them
+  if (width <= 0 || height == 0 || bits <= 0 || bits > 32) return 0;
+  const uint64_t stride = (static_cast<uint64_t>(width) * static_cast<uint64_t>(bits) + 31) / 32 * 4;
+  return offset + stride * static_cast<uint64_t>(height < 0 ? -height : height);
+}
+
 }  // namespace
 
 const char* stb_input_problem(const uint8_t* data, size_t size) {
+  thread_local std::string message;  // the returned phrase lives until this thread's next call
+  const uint64_t bmp_needed = bmp_bytes_needed(data, size);
+  if (bmp_needed > size) {
+    message = "a truncated BMP: its pixels need " + std::to_string(bmp_needed) + " bytes, the file has " +
+              std::to_string(size);
+    return message.c_str();
+  }
+  const std::string bad_chunk = png_chunk_with_bad_crc(data, size);
+  if (!bad_chunk.empty()) {
+    message = "a damaged PNG: the checksum (CRC) of its " + bad_chunk + " chunk does not match its data";
+    return message.c_str();
+  }
   if (!jpeg_huffman_tables_fit(data, size))
     return "a damaged JPEG (a Huffman table declares more than 256 codes)";
   if (png_first_idat_is_empty(data, size))
