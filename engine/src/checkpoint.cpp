@@ -81,21 +81,35 @@ at::Tensor float_tensor(const SafetensorsFile& file, const TensorInfo& info) {
 }
 
 TrainState state_from_json(const nlohmann::json& j, const fs::path& file) {
+  // Each field by name, so a bad one is named in the message rather than by a JSON library code.
+  const auto field = [&](const char* key) -> const nlohmann::json& {
+    if (!j.is_object() || !j.contains(key)) throw Error(file.string() + ": '" + key + "' is missing");
+    return j[key];
+  };
+  const auto whole = [&](const char* key) -> int64_t {
+    const nlohmann::json& v = field(key);
+    if (!v.is_number_integer()) throw Error(file.string() + ": '" + key + "' must be a whole number, got " + v.dump());
+    return v.get<int64_t>();
+  };
+  const auto number_or_null = [&](const char* key, double if_null) -> double {
+    const nlohmann::json& v = field(key);
+    if (v.is_null()) return if_null;
+    if (!v.is_number()) throw Error(file.string() + ": '" + key + "' must be a number or null, got " + v.dump());
+    return v.get<double>();
+  };
   TrainState s;
-  try {
-    s.step = j.at("step").get<int64_t>();
-    s.samples_drawn = j.at("samples_drawn").get<int64_t>();
-    s.seed = j.at("seed").get<uint64_t>();
-    const auto& best = j.at("best_bits_per_byte");
-    s.best_bits_per_byte = best.is_null() ? std::numeric_limits<double>::infinity() : best.get<double>();
-    s.best_step = j.at("best_step").get<int64_t>();
-    const auto& last = j.at("last_bits_per_byte");
-    s.last_bits_per_byte = last.is_null() ? std::nan("") : last.get<double>();
-    s.train_seconds = j.at("train_seconds").get<double>();
-    s.world_size = j.value("world_size", int64_t{1});
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(file.string() + ": " + e.what());
+  s.step = whole("step");
+  s.samples_drawn = whole("samples_drawn");
+  const nlohmann::json& seed = field("seed");
+  if (!seed.is_number_unsigned()) {
+    throw Error(file.string() + ": 'seed' must be a whole number from 0 to 2^64-1, got " + seed.dump());
   }
+  s.seed = seed.get<uint64_t>();
+  s.best_bits_per_byte = number_or_null("best_bits_per_byte", std::numeric_limits<double>::infinity());
+  s.best_step = whole("best_step");
+  s.last_bits_per_byte = number_or_null("last_bits_per_byte", std::nan(""));
+  s.train_seconds = number_or_null("train_seconds", 0.0);
+  s.world_size = j.contains("world_size") ? whole("world_size") : 1;
   if (s.step < 0 || s.samples_drawn < 0) throw Error(file.string() + ": negative step or data position");
   return s;
 }
@@ -125,6 +139,9 @@ fs::path resolve_checkpoint(const fs::path& path, bool prefer_best) {
                 (known.empty() ? std::string("none found") : known) + ")");
   }
   if (!fs::is_directory(path, ec)) throw Error(path.string() + ": not a folder (expected a model or run folder)");
+  // An unreadable folder would look empty below: say why instead.
+  fs::directory_iterator listing(path, ec);
+  if (ec) throw Error(path.string() + ": cannot read the folder: " + ec.message());
   if (fs::exists(path / "config.json", ec)) return path;
   RunFolder run(path);
   const auto chosen = prefer_best ? run.best() : run.latest();
@@ -136,6 +153,11 @@ CheckpointInfo read_checkpoint_info(const fs::path& folder) {
   CheckpointInfo info;
   const fs::path config_file = folder / "config.json";
   const nlohmann::json config_json = read_json(config_file);
+  // A folder from a later version may mean something else by the same fields: refuse it by name.
+  if (config_json.is_object() && config_json.contains("format") && config_json["format"] != kFormat) {
+    throw Error(config_file.string() + ": format " + config_json["format"].dump() + " is not one this stx reads (" +
+                kFormat + ")");
+  }
   try {
     info.config = models::model_config_from_json(config_json);
   } catch (const models::ConfigError& e) {

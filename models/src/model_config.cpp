@@ -1,6 +1,7 @@
 #include "stx/models/model_config.h"
 
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "stx/kernels/error.h"
 
@@ -115,6 +116,13 @@ T field(const nlohmann::json& json, const char* key, const std::string& path, co
   if (it == json.end()) {
     if (fallback) return *fallback;
     throw ConfigError("config: missing field " + path + key);
+  }
+  // nlohmann converts 1.5 to an integer field as 1 and -1 to an unsigned one as 2^64 - 1: refuse both.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!it->is_number_integer() || (std::is_unsigned_v<T> && !it->is_number_unsigned())) {
+      throw ConfigError("config: field " + path + key + " must be a whole number" +
+                        (std::is_unsigned_v<T> ? " >= 0" : "") + ", got " + it->dump());
+    }
   }
   try {
     return it->get<T>();
