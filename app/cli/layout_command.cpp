@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "layout_png.h"
+#include "option_checks.h"
+#include "stx/engine/export.h"
 #include "stx/kernels/layout.h"
 #include "stx/kernels/pattern.h"
 
@@ -238,7 +240,9 @@ CLI::App* add_layout_command(CLI::App& app, LayoutOptions& options) {
   options.query_option = command->add_option(
       "--query", options.query, "the position I whose attended set A(I) is shown [default: n - 1]");
   command->add_flag("--json", options.json, "print the attended sets and the layout summary as JSON");
-  command->add_option("--png", options.png, "also draw the connectivity matrix (row i attends column j) to this PNG");
+  command->add_option("--png", options.png, "also draw the connectivity matrix (row i attends column j) to this PNG")
+      ->check(non_empty_path());
+  command->add_flag("--force", options.force, "replace an existing --png file");
   command->add_option("--head", options.head, "the head drawn by --png [default: the union of all heads]");
   command->footer(
       "Example: stx layout --pattern fixed --n 4096 --stride 128 --c 32 --mode multihead --heads 4 --query "
@@ -252,6 +256,11 @@ int run_layout_command(const LayoutOptions& options) {
   const int64_t query = options.query_option->count() > 0 ? options.query : options.n - 1;
   require_between("--query", query, 0, options.n - 1);
 
+  // Before anything is printed: a clash with an existing file is the whole answer.
+  if (!options.png.empty()) {
+    require_between("--head", options.head, -1, options.pattern.heads - 1);
+    engine::check_export_target(options.png, options.force ? engine::Overwrite::Replace : engine::Overwrite::Refuse);
+  }
   const auto layout =
       kernels::build_layout(options.n, options.pattern.block, options.pattern.head_patterns());
   if (options.json)
@@ -259,9 +268,8 @@ int run_layout_command(const LayoutOptions& options) {
   else
     print_text(options, *layout, query);
   if (!options.png.empty()) {
-    require_between("--head", options.head, -1, options.pattern.heads - 1);
     write_layout_png(options.png, options.pattern.head_patterns(), options.n, options.head,
-                     options.query_option->count() > 0 ? query : -1);
+                     options.query_option->count() > 0 ? query : -1, options.force);
     if (!options.json) std::cout << "connectivity matrix written to " << options.png << "\n";
   }
   return 0;

@@ -15,6 +15,7 @@ struct LayoutOptions {
   bool json = false;
   std::string png;  // when given, the connectivity matrix is drawn there
   int head = -1;    // the head drawn in the PNG; -1 = the union of all heads
+  bool force = false;  // replace an existing --png file
   const CLI::Option* query_option = nullptr;
 };
 

@@ -7,7 +7,7 @@
 namespace stx::cli {
 
 void write_layout_png(const std::string& path, const std::vector<kernels::HeadPattern>& heads, int64_t n, int head,
-                      int64_t query) {
+                      int64_t query, bool replace) {
   constexpr int64_t kMaxPixels = 1024;
   const int64_t size = std::min(n, kMaxPixels);
   std::vector<uint8_t> rgb(static_cast<size_t>(size * size * 3), 255);
@@ -43,7 +43,8 @@ void write_layout_png(const std::string& path, const std::vector<kernels::HeadPa
     }
   }
   engine::write_png(path, rgb.data(), static_cast<int>(size), static_cast<int>(size), 3,
-                    {{"Software", "stx layout"}, {"Comment", "connectivity matrix: row i attends column j"}});
+                    {{"Software", "stx layout"}, {"Comment", "connectivity matrix: row i attends column j"}},
+                    replace ? engine::Overwrite::Replace : engine::Overwrite::Refuse);
 }
 
 }  // namespace stx::cli

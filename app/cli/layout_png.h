@@ -11,8 +11,9 @@
 
 namespace stx::cli {
 
-// head < 0 draws the union of every head. query >= 0 marks that row in red.
+// head < 0 draws the union of every head. query >= 0 marks that row in red. An existing file is replaced only
+// when `replace`; otherwise engine::Error says so.
 void write_layout_png(const std::string& path, const std::vector<kernels::HeadPattern>& heads, int64_t n, int head,
-                      int64_t query);
+                      int64_t query, bool replace);
 
 }  // namespace stx::cli

@@ -54,6 +54,19 @@ int main(int argc, char** argv) {
   stx::cli::SampleCommandOptions sample_options;
   CLI::App* sample = stx::cli::add_sample_command(app, sample_options);
 
+  // CLI11 calls a word that names no command "a subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known += (known.empty() ? "" : ", ") + command->get_name();
+      found = found || command->get_name() == argv[1];
+    }
+    if (!found) {
+      std::cerr << "stx: unknown command '" << argv[1] << "' (commands: " << known << "; see --help)\n";
+      return kExitUsage;
+    }
+  }
   // Parse errors (unknown option, not a number) come from CLI11; their codes vary, we report them as 2.
   try {
     app.parse(argc, argv);

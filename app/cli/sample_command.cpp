@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "interrupt.h"
+#include "option_checks.h"
 #include "pattern_options.h"
 #include "progress_printer.h"
 #include "stx/engine/atomic_file.h"
@@ -29,7 +30,8 @@ void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
       ->required();
   c.add_option("--out", o.out, out_help)->required();
   c.add_option("--n", o.count, "samples, generated together; with several, FILE-1, FILE-2, ...")->capture_default_str();
-  c.add_option("--seed", o.seed, "random seed (default: a fresh one, printed before generation starts)");
+  c.add_option("--seed", o.seed, "random seed (default: a fresh one, printed before generation starts)")
+      ->check(unsigned_64());
   c.add_option("--temperature", o.temperature, "sampling temperature; 0 picks the most likely byte")->capture_default_str();
   c.add_option("--top-k", o.top_k, "sample among the k most likely bytes (0: all)")->capture_default_str();
   c.add_option("--top-p", o.top_p, "sample among the most likely bytes holding this probability (1: all)")
@@ -64,7 +66,8 @@ CLI::App* add_sample_command(CLI::App& app, SampleCommandOptions& o) {
   CLI::App* image = sample->add_subcommand("image", "Generate or complete images (PNG)");
   add_common(*image, o, "the PNG to write");
   image->add_option("--prompt", o.prompt, "an image to complete (any size: converted like the training images)");
-  image->add_option("--keep-rows", o.keep_rows, "rows of --prompt kept; the rest is generated");
+  image->add_option("--keep-rows", o.keep_rows, "rows of --prompt kept; the rest is generated")
+      ->check(CLI::Range(int64_t{0}, int64_t{65535}));
   image->callback([&o] { o.kind = "image"; });
   CLI::App* audio = sample->add_subcommand("audio", "Generate or continue 12 kHz audio (WAV)");
   add_common(*audio, o, "the WAV to write");
@@ -76,7 +79,9 @@ CLI::App* add_sample_command(CLI::App& app, SampleCommandOptions& o) {
   CLI::App* text = sample->add_subcommand("text", "Continue text (TXT); the text streams to the terminal");
   add_common(*text, o, "the text file to write");
   auto* prompt = text->add_option("--prompt", o.prompt, "the text to continue");
-  text->add_option("--prompt-file", o.prompt_file, "a file whose bytes are the text to continue")->excludes(prompt);
+  text->add_option("--prompt-file", o.prompt_file, "a file whose bytes are the text to continue")
+      ->check(non_empty_path())
+      ->excludes(prompt);
   text->add_option("--max-bytes", o.max_bytes, "bytes to generate at most")->capture_default_str();
   text->add_option("--stop", o.stop, "end a sample when it generates this string (repeatable)");
   text->callback([&o] { o.kind = "text"; });
@@ -129,7 +134,10 @@ int run_sample_command(SampleCommandOptions& o) {
     require_kind(bundle, models::DataKind::audio, "audio");
     if (!(o.seconds > 0)) throw UsageError("--seconds must be more than 0");
     const auto generate = static_cast<int64_t>(std::llround(o.seconds * engine::kSampleRate));
-    if (generate < 1 || generate > c.context - 1) {
+    if (generate < 1) {
+      throw UsageError("--seconds is less than one sample at 12 kHz (1/12000 s)");
+    }
+    if (generate > c.context - 1) {
       char most[32];
       // Rounded down, so that the figure shown is itself accepted.
       std::snprintf(most, sizeof most, "%.2f", std::floor(100.0 * (c.context - 1) / engine::kSampleRate) / 100.0);
@@ -211,7 +219,16 @@ int run_sample_command(SampleCommandOptions& o) {
     } else {
       engine::write_text(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), overwrite);
     }
-    if (!o.quiet || k == 0) std::fprintf(stderr, "wrote %s\n", path.string().c_str());
+    if (!o.quiet) std::fprintf(stderr, "wrote %s\n", path.string().c_str());
+  }
+  // Quiet: one line for every file written, the first and how many.
+  if (o.quiet) {
+    const std::string first = engine::numbered_path(o.out, 1, static_cast<int>(o.count)).string();
+    if (o.count == 1) {
+      std::fprintf(stderr, "wrote %s\n", first.c_str());
+    } else {
+      std::fprintf(stderr, "wrote %s and %lld more\n", first.c_str(), static_cast<long long>(o.count - 1));
+    }
   }
   std::fprintf(stderr, "%s%lld bytes generated in %.1f s (%.0f tok/s), seed %llu\n",
                result.cancelled ? "stopped: " : "", static_cast<long long>(result.generated_bytes), result.seconds,

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "option_checks.h"
 #include "pattern_options.h"
 #include "interrupt.h"
 #include "progress_printer.h"
@@ -194,12 +195,12 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
   command->add_option("--accumulation", o.accumulation, "split each step's batch into this many micro-batches")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   command->add_option("--lr", o.lr, "peak learning rate [default: 3e-4]")
-      ->check(CLI::Range(1e-9, 1.0));
+      ->check(finite_between(1e-9, 1.0));
   command->add_option("--warmup-steps", o.warmup_steps, "steps of linear learning-rate warm-up [default: recipe's, 100]")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   command->add_option("--min-lr-ratio", o.min_lr_ratio,
                       "where the cosine decay ends, as a fraction of the peak learning rate [default: recipe's, 0.1]")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_between(0.0, 1.0));
   command->add_option("--context", o.context, "training sequence length (text and audio models)")
       ->check(CLI::Range(int64_t{1}, int64_t{4194304}));
   command->add_option("--precision", o.precision,

@@ -1,4 +1,8 @@
 // Where exports go: the target check every writer runs first, numbered names, and the PNG and TXT writers.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <system_error>
 
@@ -22,6 +26,10 @@ void check_export_target(const fs::path& path, Overwrite overwrite) {
   const fs::file_status folder_status = fs::status(folder, error);
   if (!fs::exists(folder_status)) throw Error(failure + "the folder " + folder.string() + " does not exist");
   if (!fs::is_directory(folder_status)) throw Error(failure + folder.string() + " is not a folder");
+  // Checked now, so that a long generation does not end in a file it cannot write.
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    throw Error(failure + "no permission to write in " + folder.string() + " (" + std::strerror(errno) + ")");
+  }
 }
 
 fs::path numbered_path(const fs::path& path, int index, int count) {
