@@ -143,6 +143,54 @@ TEST(Checkpoint, ResolveFindsModelAndRunFoldersAndExplainsOtherwise) {
   EXPECT_THROW(resolve_checkpoint(tmp / "run"), Error);
 }
 
+// A field of the wrong kind is named with what it held, not reported by a JSON library code or truncated.
+TEST(Checkpoint, BadFieldsAreNamedNotConverted) {
+  stx::test::TempFolder tmp;
+  const fs::path folder = save_tiny(tmp / "m");
+  const auto config = [&] {
+    const std::vector<uint8_t> bytes = read_file(folder / "config.json", 1 << 20);
+    return nlohmann::json::parse(bytes.begin(), bytes.end());
+  };
+  const nlohmann::json good = config();
+  nlohmann::json edited = good;
+  edited["d_ff"] = 1.5;  // nlohmann would turn it into 1
+  write_file_atomic(folder / "config.json", edited.dump());
+  expect_error(folder, "d_ff must be a whole number, got 1.5");
+  edited = good;
+  edited["format"] = "stx-checkpoint-99";
+  write_file_atomic(folder / "config.json", edited.dump());
+  expect_error(folder, "format \"stx-checkpoint-99\" is not one this stx reads");
+  write_file_atomic(folder / "config.json", good.dump());
+
+  const nlohmann::json state = {{"step", "x"},         {"samples_drawn", 0},          {"seed", 1},
+                                {"best_bits_per_byte", nullptr}, {"best_step", 0}, {"last_bits_per_byte", nullptr},
+                                {"train_seconds", 1.0}};
+  write_file_atomic(folder / "train_state.json", state.dump());
+  expect_error(folder, "'step' must be a whole number, got \"x\"");
+  nlohmann::json huge = state;
+  huge["step"] = 1e30;
+  write_file_atomic(folder / "train_state.json", huge.dump());
+  expect_error(folder, "'step' must be a whole number");
+  nlohmann::json no_seed = state;
+  no_seed["step"] = 3;
+  no_seed.erase("seed");
+  write_file_atomic(folder / "train_state.json", no_seed.dump());
+  expect_error(folder, "'seed' is missing");
+  no_seed["seed"] = 1;
+  write_file_atomic(folder / "train_state.json", no_seed.dump());
+  EXPECT_EQ(load_checkpoint(folder).state->step, 3);
+
+  // latest.json must name its checkpoint as a string: anything else is said, not taken for "no run".
+  fs::create_directories(tmp / "run");
+  write_file_atomic(tmp / "run" / "latest.json", R"({"latest": 5})");
+  try {
+    resolve_checkpoint(tmp / "run");
+    ADD_FAILURE() << "a latest.json naming no checkpoint was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'latest' must name a checkpoint"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 
 namespace {

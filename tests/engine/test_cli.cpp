@@ -278,6 +278,64 @@ TEST(Cli, LayoutDrawsTheConnectivityMatrixAsAPng) {
   };
   EXPECT_EQ(be32(16), 300u);
   EXPECT_EQ(be32(20), 300u);
+
+  // An existing file is replaced only with --force, and the refusal comes before anything is printed.
+  const Result again = stx(tmp, "layout --pattern fixed --n 300 --stride 30 --c 5 --png " + png.string());
+  EXPECT_EQ(again.status, 1);
+  EXPECT_TRUE(again.out.empty()) << again.out;
+  EXPECT_NE(again.err.find("already exists; pass --force"), std::string::npos) << again.err;
+  EXPECT_EQ(slurp(png), bytes);
+  ASSERT_EQ(stx(tmp, "layout --pattern strided --n 200 --stride 20 --force --png " + png.string()).status, 0);
+  EXPECT_EQ(be32(16), 300u);  // `bytes` is the old file
+  EXPECT_NE(slurp(png), bytes);
+  const Result empty = stx(tmp, "layout --n 64 --stride 8 --png ''");
+  EXPECT_EQ(empty.status, 2);
+  EXPECT_NE(empty.err.find("the path names no file"), std::string::npos) << empty.err;
+}
+
+// Values CLI11 would let through or misread: NaN against a range, a negative or oversized unsigned seed, an
+// empty path, a word that names no command. Each gets one line and exit status 2.
+TEST(Cli, OptionValuesCli11WouldLetThroughAreRefused) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  const fs::path config = write_config(tmp);
+  const std::string train = "train --config " + config.string() + " --data " + data.string() + " --out " +
+                            (tmp / "run").string() + " --steps 2";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {train + " --lr nan", "--lr: must be a number from 1e-09 to 1, got nan"},
+      {train + " --lr 0", "--lr: must be a number from 1e-09 to 1, got 0"},
+      {train + " --min-lr-ratio nan", "--min-lr-ratio: must be a number from 0 to 1"},
+      {"sample text --model text --prompt In --max-bytes 5 --out x.txt --seed -1", "--seed: must be a whole number"},
+      {"sample text --model text --prompt In --max-bytes 5 --out x.txt --seed 99999999999999999999999",
+       "--seed: must be a whole number"},
+      {"sample text --model text --prompt-file '' --max-bytes 5 --out x.txt", "--prompt-file: the path names no file"},
+      {"sample image --model image --prompt p.png --keep-rows -1 --out x.png", "--keep-rows"},
+      {"sample audio --model audio --seconds 0.00004 --out x.wav", "less than one sample"},
+      {"bogus --help", "unknown command 'bogus'"},
+  };
+  for (const auto& [arguments, expected] : cases) {
+    const Result r = stx(tmp, arguments);
+    EXPECT_EQ(r.status, 2) << arguments << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << arguments << "\n" << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << arguments << "\n" << r.err;
+  }
+  EXPECT_FALSE(fs::exists(tmp / "run"));
+  EXPECT_FALSE(fs::exists(tmp / "x.txt"));
+}
+
+// A new run whose folder cannot be made fails at once, before training; it used to train and then wait
+// forever for its first checkpoint to be saved.
+TEST(Cli, ARunFolderThatCannotBeMadeFailsBeforeTraining) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data");
+  const fs::path config = write_config(tmp);
+  stx::test::write_text(tmp / "afile", "not a folder");
+  const Result r = stx(tmp, "train --config " + config.string() + " --data " + data.string() + " --out " +
+                                (tmp / "afile").string() + " --steps 2");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot create the run folder " + (tmp / "afile").string()), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("step 1/"), std::string::npos) << "it trained before finding the folder unusable: " << r.err;
+  EXPECT_EQ(slurp(tmp / "afile"), "not a folder");
 }
 
 // Two Gloo processes with the same global batch follow the one-process run: same crops, averaged

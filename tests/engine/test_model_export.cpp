@@ -84,6 +84,23 @@ TEST(ExportModel, AnExistingFolderIsKeptUnlessReplacingAModel) {
             std::string::npos);
 }
 
+// --force must never cost a run its optimiser state: exporting a folder onto itself, or over a training
+// checkpoint, is refused and leaves the folder as it was.
+TEST(ExportModel, NeverReplacesItsSourceOrATrainingCheckpoint) {
+  stx::test::TempFolder tmp;
+  save_trained(tmp / "a", 3);
+  const std::string hash_a = load_checkpoint(tmp / "a").weights_hash;
+  EXPECT_NE(error_of([&] { export_model(tmp / "a", tmp / "a", false, true); }).find("onto itself"), std::string::npos);
+  EXPECT_EQ(load_checkpoint(tmp / "a").weights_hash, hash_a);
+
+  save_trained(tmp / "checkpoint", 4);
+  stx::test::write_text(tmp / "checkpoint" / "train_state.safetensors", "optimiser state");
+  const std::string message = error_of([&] { export_model(tmp / "a", tmp / "checkpoint", false, true); });
+  EXPECT_NE(message.find("training checkpoint"), std::string::npos) << message;
+  EXPECT_TRUE(fs::exists(tmp / "checkpoint" / "train_state.safetensors"));
+  EXPECT_NE(load_checkpoint(tmp / "checkpoint").weights_hash, hash_a);
+}
+
 TEST(ExportModel, AnExportedModelIsFineTunedNotResumed) {
   stx::test::TempFolder tmp;
   save_trained(tmp / "checkpoint", 5);

@@ -221,6 +221,52 @@ TEST_F(ImageIo, PngWithAnEmptyFirstIdatIsRefused) {
   expect_all_pixels(load_image_bytes(folder / "later.png", {4, 5, 3}), {7, 8, 9}, 0);
 }
 
+// A BMP may store its rows top-down, with a negative height. stb_image 2.27's header reader reports that
+// height as it is; the loader flips the rows. The same picture either way gives the same bytes.
+TEST_F(ImageIo, TopDownBmpLoadsLikeBottomUp) {
+  const int width = 6, height = 5;
+  const std::vector<uint8_t> pixels = test::random_bytes(width * height * 3, 7);
+  write_image(folder / "up.bmp", Format::Bmp, width, height, 3, pixels);
+  std::vector<uint8_t> bmp = test::read_whole_file(folder / "up.bmp");
+  ASSERT_EQ(bmp[14], 40) << "expected a BITMAPINFOHEADER";
+  const uint32_t offset = bmp[10] | bmp[11] << 8 | bmp[12] << 16 | uint32_t{bmp[13]} << 24;
+  const size_t stride = (width * 3 + 3) / 4 * 4;
+  ASSERT_EQ(bmp.size(), offset + stride * height);
+  std::vector<uint8_t> down = bmp;
+  for (int y = 0; y < height; ++y) {
+    std::memcpy(down.data() + offset + y * stride, bmp.data() + offset + (height - 1 - y) * stride, stride);
+  }
+  const int32_t negative = -height;
+  std::memcpy(down.data() + 22, &negative, 4);  // little-endian, as the format stores it
+  test::write_file(folder / "down.bmp", down);
+  EXPECT_EQ(load_image_bytes(folder / "down.bmp", {height, width, 3}), pixels);
+  EXPECT_EQ(load_image_bytes(folder / "up.bmp", {height, width, 3}), pixels);
+}
+
+// stb_image reads past the end of a BMP as zeros: a cut-off one must fail, not load with black rows.
+TEST_F(ImageIo, TruncatedBmpIsRefused) {
+  write_image(folder / "cut.bmp", Format::Bmp, 28, 28, 3, test::random_bytes(28 * 28 * 3, 8));
+  std::vector<uint8_t> bytes = test::read_whole_file(folder / "cut.bmp");
+  const size_t whole = bytes.size();
+  bytes.resize(whole - 1);
+  test::write_file(folder / "cut.bmp", bytes);
+  expect_error([&] { load_image_bytes(folder / "cut.bmp", {28, 28, 3}); },
+               {"cut.bmp", "truncated BMP", std::to_string(whole) + " bytes"});
+}
+
+// stb_image never checks a PNG chunk's CRC: a damaged byte in the pixel data must fail, naming the chunk.
+TEST_F(ImageIo, PngWithAWrongChecksumIsRefused) {
+  write_image(folder / "a.png", Format::Png, 9, 9, 3, test::random_bytes(9 * 9 * 3, 9));
+  std::vector<uint8_t> png = test::read_whole_file(folder / "a.png");
+  size_t idat = 8;
+  while (std::memcmp(png.data() + idat + 4, "IDAT", 4) != 0) {
+    idat += 12 + (size_t{png[idat]} << 24 | size_t{png[idat + 1]} << 16 | size_t{png[idat + 2]} << 8 | png[idat + 3]);
+  }
+  png[idat + 8 + 5] ^= 0x10;  // one bit of the compressed pixels
+  test::write_file(folder / "bad.png", png);
+  expect_error([&] { load_image_bytes(folder / "bad.png", {9, 9, 3}); }, {"bad.png", "IDAT", "CRC"});
+}
+
 TEST_F(ImageIo, EmptyMissingAndOversizedFilesAreRefused) {
   test::write_file(folder / "empty.png", std::vector<uint8_t>{});
   expect_error([&] { load_image_bytes(folder / "empty.png", {8, 8, 3}); }, {"empty.png", "empty"});
