@@ -133,6 +133,10 @@ void prepare(Run& run, const EventSink& sink) {
   o.validate();
   if (o.data.empty()) throw Error("no training data given (--data)");
   if (o.out.empty()) throw Error("no output folder given (--out)");
+  std::error_code exists_error;
+  if (!o.resume && fs::exists(o.out / "config.json", exists_error)) {
+    throw Error(o.out.string() + " is a model folder; a run writes its own folder beside models: choose another --out");
+  }
   if (!o.resume && RunFolder(o.out).latest()) {
     throw Error(o.out.string() + " already holds a training run; use --resume " + o.out.string() +
                 " to continue it, or choose another --out");

@@ -336,6 +336,14 @@ TEST(Cli, ARunFolderThatCannotBeMadeFailsBeforeTraining) {
   EXPECT_NE(r.err.find("cannot create the run folder " + (tmp / "afile").string()), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("step 1/"), std::string::npos) << "it trained before finding the folder unusable: " << r.err;
   EXPECT_EQ(slurp(tmp / "afile"), "not a folder");
+
+  // Nor does a run go into a model folder (it would mix checkpoints/ into a model someone shares).
+  stx::test::write_text(tmp / "model" / "config.json", "{}");
+  const Result into_model = stx(tmp, "train --config " + config.string() + " --data " + data.string() + " --out " +
+                                         (tmp / "model").string() + " --steps 2");
+  EXPECT_EQ(into_model.status, 1) << into_model.err;
+  EXPECT_NE(into_model.err.find("is a model folder"), std::string::npos) << into_model.err;
+  EXPECT_FALSE(fs::exists(tmp / "model" / "checkpoints"));
 }
 
 // Two Gloo processes with the same global batch follow the one-process run: same crops, averaged
