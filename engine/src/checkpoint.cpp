@@ -7,6 +7,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/optim/adamw.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -139,13 +142,16 @@ fs::path resolve_checkpoint(const fs::path& path, bool prefer_best) {
                 (known.empty() ? std::string("none found") : known) + ")");
   }
   if (!fs::is_directory(path, ec)) throw Error(path.string() + ": not a folder (expected a model or run folder)");
-  // An unreadable folder would look empty below: say why instead.
-  fs::directory_iterator listing(path, ec);
-  if (ec) throw Error(path.string() + ": cannot read the folder: " + ec.message());
   if (fs::exists(path / "config.json", ec)) return path;
   RunFolder run(path);
   const auto chosen = prefer_best ? run.best() : run.latest();
   if (chosen) return *chosen;
+  // A folder we may not search looks empty above: say why instead. (One we may search but not list, mode
+  // 0711, still works when its files are there.)
+  if (::access(path.c_str(), X_OK) != 0) {
+    const int error = errno;
+    throw Error(path.string() + ": cannot read the folder: " + std::strerror(error));
+  }
   throw Error(path.string() + ": not a model folder (no config.json) and not a run folder (no latest.json)");
 }
 

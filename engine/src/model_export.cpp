@@ -13,11 +13,14 @@ namespace fs = std::filesystem;
 
 void export_model(const fs::path& source, const fs::path& target, bool fp16_weights, bool replace) {
   const fs::path resolved = resolve_checkpoint(source);
-  ModelBundle bundle = load_checkpoint(resolved);
   std::error_code ec;
   const bool exists = fs::exists(target, ec);
-  if (exists && (fs::equivalent(target, source, ec) || fs::equivalent(target, resolved, ec))) {
-    throw Error("cannot export " + resolved.string() + " onto itself; choose another folder");
+  if (exists && fs::equivalent(target, source, ec)) {
+    throw Error("cannot export " + source.string() + " onto itself; choose another folder");
+  }
+  if (exists && fs::equivalent(target, resolved, ec)) {
+    throw Error("cannot export " + source.string() + " onto its own checkpoint " + resolved.string() +
+                "; choose another folder");
   }
   if (exists && fs::exists(target / "train_state.safetensors", ec)) {
     // A training checkpoint: an export holds no optimiser state, so replacing it would end its run.
@@ -29,6 +32,7 @@ void export_model(const fs::path& source, const fs::path& target, bool fp16_weig
     // Replacing is for models; a folder of something else is never moved aside.
     throw Error(target.string() + " exists and is not a model folder (no config.json); nothing was written");
   }
+  ModelBundle bundle = load_checkpoint(resolved);
   if (!target.parent_path().empty()) fs::create_directories(target.parent_path(), ec);
 
   StagingDirectory staging(target);

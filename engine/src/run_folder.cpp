@@ -11,6 +11,7 @@
 #include "stx/engine/checkpoint.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -87,19 +88,24 @@ void RunFolder::write_latest(const std::string& latest, const std::string& best)
   write_file_atomic(root_ / kLatestFile, json.dump(2) + "\n");
 }
 
-void RunFolder::prepare() const {
+void RunFolder::check_can_create() const {
+  // The deepest part of the path that exists must be a folder this process may add to; the rest is made at
+  // the first save. Nothing is created here, so a run refused later leaves nothing behind.
+  fs::path existing = root_.empty() ? fs::path(".") : root_;
   std::error_code ec;
-  fs::create_directories(root_ / kCheckpointsFolder, ec);
-  if (ec) throw Error("cannot create the run folder " + (root_ / kCheckpointsFolder).string() + ": " + ec.message());
-  // A folder that exists but takes no new files (read-only, another user's) is found now too.
-  const fs::path probe = root_ / kCheckpointsFolder / ".stx-write-test";
-  std::FILE* file = std::fopen(probe.c_str(), "wb");
-  if (file == nullptr) {
-    throw Error("cannot write in the run folder " + (root_ / kCheckpointsFolder).string() + ": " +
-                std::strerror(errno));
+  for (const fs::path& folder : {root_, root_ / kCheckpointsFolder}) {
+    if (fs::exists(folder, ec)) existing = folder;
   }
-  std::fclose(file);
-  fs::remove(probe, ec);
+  while (!fs::exists(existing, ec) && existing.has_parent_path() && existing.parent_path() != existing) {
+    existing = existing.parent_path();
+  }
+  if (!fs::exists(existing, ec)) existing = ".";  // a relative path whose first part is missing
+  const std::string failure = "cannot create the run folder " + root_.string() + ": ";
+  if (!fs::is_directory(existing, ec)) throw Error(failure + existing.string() + " is not a folder");
+  if (::access(existing.c_str(), W_OK | X_OK) != 0) {
+    const int error = errno;
+    throw Error(failure + "cannot add to " + existing.string() + " (" + std::strerror(error) + ")");
+  }
 }
 
 fs::path RunFolder::commit(int64_t step, bool is_best, int keep_last,

@@ -137,6 +137,8 @@ void prepare(Run& run, const EventSink& sink) {
   if (!o.resume && fs::exists(o.out / "config.json", exists_error)) {
     throw Error(o.out.string() + " is a model folder; a run writes its own folder beside models: choose another --out");
   }
+  // Rank 0 writes the run; the others may not even see its folder (several machines).
+  if (!o.resume && run.reporting) RunFolder(o.out).check_can_create();
   if (!o.resume && RunFolder(o.out).latest()) {
     throw Error(o.out.string() + " already holds a training run; use --resume " + o.out.string() +
                 " to continue it, or choose another --out");
@@ -310,8 +312,6 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
 
   load_data(run, sink, cancel);
   if (cancel.load()) return JobEnded{JobEnded::Outcome::cancelled, "cancelled while reading the data", {}};
-  // Only once the model and the data are known good, so a refused run leaves no folder behind.
-  if (!o.resume && run.reporting) RunFolder(o.out).prepare();
   const CropSampler crops(run.data.train, static_cast<size_t>(run.config.context), run.data.record_bytes,
                           run.state.seed);
   if (run.parallel) {

@@ -118,7 +118,9 @@ bool png_first_idat_is_empty(const uint8_t* data, size_t size) {
 }
 
 // stb_image ignores the CRC that ends every PNG chunk, so a flipped bit in the pixels decodes as a wrong
-// image. Returns the type of the first whole chunk whose CRC does not match, or "" when all match.
+// image. Returns the type of the first whole critical chunk (IHDR, PLTE, IDAT, IEND: an upper-case first
+// letter) whose CRC does not match, or "" when all match. Like libpng, a damaged ancillary chunk (text,
+// gamma) is let through: stb ignores its contents anyway.
 std::string png_chunk_with_bad_crc(const uint8_t* data, size_t size) {
   static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (size < sizeof kSignature || std::memcmp(data, kSignature, sizeof kSignature) != 0) return "";
@@ -127,8 +129,10 @@ std::string png_chunk_with_bad_crc(const uint8_t* data, size_t size) {
     const uint32_t length = big_endian_u32(data + position);
     if (length > size - position - 12) return "";  // a truncated chunk: stb reports that itself
     const uint8_t* type = data + position + 4;
-    const uLong crc = crc32(crc32(0L, Z_NULL, 0), type, static_cast<uInt>(4 + length));
-    if (crc != big_endian_u32(type + 4 + length)) return std::string(reinterpret_cast<const char*>(type), 4);
+    const bool critical = type[0] >= 'A' && type[0] <= 'Z';
+    if (critical && crc32_z(crc32_z(0L, Z_NULL, 0), type, 4 + size_t{length}) != big_endian_u32(type + 4 + length)) {
+      return std::string(reinterpret_cast<const char*>(type), 4);
+    }
     if (std::memcmp(type, "IEND", 4) == 0) return "";
     position += 12 + size_t{length};
   }
@@ -141,7 +145,9 @@ uint32_t little_endian_u32(const uint8_t* bytes) {
 
 // stb_image reads past the end of a BMP as zero bytes, so a cut-off file decodes with black rows. For the
 // uncompressed kinds (the only ones stb takes besides refusing RLE), the pixel rows' size follows from the
-// header: offset + stride x |height|. Returns how many bytes the file needs, or 0 when it cannot tell.
+// header: offset + stride x (|height| - 1) + the last row without its padding (stb does not read that).
+// Returns how many bytes the file needs, or 0 when it cannot tell; sizes past stb's limits are left to the
+// size check that follows, whose message says so.
 uint64_t bmp_bytes_needed(const uint8_t* data, size_t size) {
   if (size < 30 || data[0] != 'B' || data[1] != 'M') return 0;
   const uint64_t offset = little_endian_u32(data + 10), header = little_endian_u32(data + 14);
@@ -159,9 +165,12 @@ uint64_t bmp_bytes_needed(const uint8_t* data, size_t size) {
     return 0;
   }
   if (compression != 0 && compression != 3) return 0;  // RLE and the rest: stb refuses them
-  if (width <= 0 || height == 0 || bits <= 0 || bits > 32) return 0;
-  const uint64_t stride = (static_cast<uint64_t>(width) * static_cast<uint64_t>(bits) + 31) / 32 * 4;
-  return offset + stride * static_cast<uint64_t>(height < 0 ? -height : height);
+  const int64_t rows = height < 0 ? -height : height;
+  constexpr int64_t kStbMaxSide = 1 << 16;  // STBI_MAX_DIMENSIONS in stb_config.h
+  if (width <= 0 || rows == 0 || width > kStbMaxSide || rows > kStbMaxSide || bits <= 0 || bits > 32) return 0;
+  const uint64_t row_bits = static_cast<uint64_t>(width) * static_cast<uint64_t>(bits);
+  const uint64_t stride = (row_bits + 31) / 32 * 4;
+  return offset + stride * static_cast<uint64_t>(rows - 1) + (row_bits + 7) / 8;
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ void check_export_target(const fs::path& path, Overwrite overwrite) {
   if (!fs::is_directory(folder_status)) throw Error(failure + folder.string() + " is not a folder");
   // Checked now, so that a long generation does not end in a file it cannot write.
   if (::access(folder.c_str(), W_OK | X_OK) != 0) {
-    throw Error(failure + "no permission to write in " + folder.string() + " (" + std::strerror(errno) + ")");
+    const int error = errno;
+    throw Error(failure + "cannot add files to " + folder.string() + " (" + std::strerror(error) + ")");
   }
 }
 

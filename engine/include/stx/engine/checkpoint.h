@@ -95,10 +95,10 @@ class RunFolder {
   // Returns the committed folder. On failure nothing already saved is touched.
   std::filesystem::path commit(int64_t step, bool is_best, int keep_last,
                                const std::function<void(const std::filesystem::path& staging)>& write_files);
-  // Creates the folder and its checkpoints/ now, so that a new run whose folder cannot be made (a file in
-  // the way, no permission) fails before its first step instead of pausing at its first save. Throws Error
-  // naming the folder and the reason.
-  void prepare() const;
+  // Throws Error naming the folder and the reason when the folder could not be made or written (a file in
+  // the way, no permission, a read-only file system), so that a new run fails before its first step instead
+  // of pausing at its first save. Creates nothing.
+  void check_can_create() const;
   std::optional<std::filesystem::path> latest() const;
   std::optional<std::filesystem::path> best() const;
   std::filesystem::path folder_for(int64_t step) const;
