@@ -55,16 +55,27 @@ int main(int argc, char** argv) {
   CLI::App* sample = stx::cli::add_sample_command(app, sample_options);
 
   // CLI11 calls a word that names no command "a subcommand is required"; name it instead.
-  if (argc > 1 && argv[1][0] != '-') {
+  // `stx help` and `stx help COMMAND`, as git and cargo take them.
+  const bool asks_help = argc > 1 && std::string(argv[1]) == "help";
+  if (asks_help && argc == 2) {
+    std::cout << app.help();
+    return 0;
+  }
+  const int command_at = asks_help ? 2 : 1;
+  if (argc > command_at && argv[command_at][0] != '-') {
     std::string known;
     bool found = false;
     for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
       known += (known.empty() ? "" : ", ") + command->get_name();
-      found = found || command->get_name() == argv[1];
+      found = found || command->get_name() == argv[command_at];
     }
     if (!found) {
-      std::cerr << "stx: unknown command '" << argv[1] << "' (commands: " << known << "; see --help)\n";
+      std::cerr << "stx: unknown command '" << argv[command_at] << "' (commands: " << known << "; see --help)\n";
       return kExitUsage;
+    }
+    if (asks_help) {
+      std::cout << app.get_subcommand(argv[command_at])->help();
+      return 0;
     }
   }
   // Parse errors (unknown option, not a number) come from CLI11; their codes vary, we report them as 2.

@@ -321,6 +321,10 @@ TEST(Cli, OptionValuesCli11WouldLetThroughAreRefused) {
   }
   EXPECT_FALSE(fs::exists(tmp / "run"));
   EXPECT_FALSE(fs::exists(tmp / "x.txt"));
+
+  const Result help = stx(tmp, "help train");  // as git and cargo take it
+  EXPECT_EQ(help.status, 0) << help.err;
+  EXPECT_NE(help.out.find("--steps"), std::string::npos) << help.out;
 }
 
 // A new run whose folder cannot be made fails at once, before training; it used to train and then wait
