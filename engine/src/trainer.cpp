@@ -176,9 +176,7 @@ void load_data(Run& run, const EventSink& sink, const std::atomic<bool>& cancel)
           std::to_string(run.data.train_files.size()) + " files), " + std::to_string(run.data.validation.size()) +
           " validation bytes (" + std::to_string(run.data.validation_files.size()) + " files)");
   for (size_t i = 0; i < run.data.skipped.size() && i < 20; ++i) {
-    // The reasons from the readers usually start with the file already.
-    const std::string file = run.data.skipped[i].file.string(), reason = run.data.skipped[i].reason;
-    log(run, sink, "skipped " + (reason.rfind(file, 0) == 0 ? reason : file + ": " + reason), LogLine::Level::warning);
+    log(run, sink, "skipped " + run.data.skipped[i].reason, LogLine::Level::warning);  // the reason names the file
   }
   if (run.data.skipped.size() > 20) {
     log(run, sink, std::to_string(run.data.skipped.size() - 20) + " more files skipped", LogLine::Level::warning);
