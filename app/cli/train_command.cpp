@@ -237,6 +237,9 @@ int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
   (void)argc;
   if (c.nproc > 1 && std::getenv("RANK") == nullptr) {
     build_options(c);  // a bad option is reported once, before any process starts
+    // The processes share this machine's files: a folder the run cannot make fails here, once, rather than on
+    // rank 0 alone while the others wait for it at the rendezvous.
+    if (c.resume.empty()) engine::RunFolder(c.out).check_can_create();
     return launch_workers(c.nproc, argv);
   }
   engine::TrainOptions options = build_options(c);

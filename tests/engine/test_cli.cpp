@@ -340,6 +340,12 @@ TEST(Cli, ARunFolderThatCannotBeMadeFailsBeforeTraining) {
   EXPECT_NE(r.err.find("cannot create the run folder " + (tmp / "afile").string()), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("step 1/"), std::string::npos) << "it trained before finding the folder unusable: " << r.err;
   EXPECT_EQ(slurp(tmp / "afile"), "not a folder");
+  // With --nproc the launcher checks it once, before any process starts.
+  const Result launched = stx(tmp, "train --config " + config.string() + " --data " + data.string() + " --out " +
+                                       (tmp / "afile").string() + " --steps 2 --nproc 2");
+  EXPECT_EQ(launched.status, 1) << launched.err;
+  EXPECT_EQ(lines(launched.err), 1u) << launched.err;
+  EXPECT_NE(launched.err.find("cannot create the run folder"), std::string::npos) << launched.err;
 
   // Nor does a run go into a model folder (it would mix checkpoints/ into a model someone shares).
   stx::test::write_text(tmp / "model" / "config.json", "{}");
