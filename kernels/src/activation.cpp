@@ -11,7 +11,12 @@ namespace stx::kernels {
 namespace {
 
 void check(const char* op, const GeluParams& p, bool backward) {
-  detail::check_device(op, p.device, p.dtype);
+  if (p.device == Device::cpu) {
+    STX_KERNEL_CHECK(p.dtype == DType::f32 || p.dtype == DType::bf16,
+                     std::string(op) + ": the CPU takes float32 or bfloat16, got " + to_string(p.dtype));
+  } else {
+    detail::check_device(op, p.device, p.dtype);
+  }
   STX_KERNEL_CHECK(p.count >= 0, std::string(op) + ": expected count >= 0, got " + std::to_string(p.count));
   if (p.count == 0) return;
   STX_KERNEL_CHECK(p.x != nullptr, std::string(op) + ": x is null");

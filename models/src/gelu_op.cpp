@@ -14,7 +14,7 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 bool kernel_takes(const at::Tensor& x) {
-  if (x.is_cpu()) return x.scalar_type() == at::kFloat;
+  if (x.is_cpu()) return x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16;
 #ifdef STX_TORCH_CUDA
   if (x.is_cuda()) {
     const auto t = x.scalar_type();

@@ -19,7 +19,8 @@ namespace stx::models {
 // ---- residual block ----------------------------------------------------------------------------------
 
 namespace {
-// Our CPU kernels take fp32: under CPU autocast (see AutocastScope) the linear layers hand them bf16.
+// Our CPU attention kernels take fp32: under CPU autocast (see AutocastScope) the linear layers hand them
+// bf16. The activation takes bf16 as it comes (gelu_sigmoid), and hands bf16 on to the next linear layer.
 at::Tensor float_on_cpu(const at::Tensor& x) {
   return x.is_cpu() && x.scalar_type() != at::kFloat ? x.to(at::kFloat) : x;
 }
@@ -49,7 +50,7 @@ at::Tensor ResidualBlockImpl::attention(const at::Tensor& x) {
 at::Tensor ResidualBlockImpl::branch(const at::Tensor& h) {
   const at::Tensor a = dropout->forward(attention(norm_attention->forward(h)));
   const at::Tensor b =
-      dropout->forward(ff_out->forward(gelu_sigmoid(float_on_cpu(ff_in->forward(norm_ff->forward(h + a))))));
+      dropout->forward(ff_out->forward(gelu_sigmoid(ff_in->forward(norm_ff->forward(h + a)))));
   return a + b;
 }
 

@@ -204,6 +204,19 @@ TEST(GeluSigmoid, FusedKernelMatchesLibTorchOpsAndTheirGradient) {
   y1.backward(dy);
   y2.backward(dy);
   EXPECT_TRUE(at::allclose(x1.grad(), x2.grad(), 1e-5, 1e-6));
+  // bf16 in and out, as under CPU autocast: the float32 result rounded by LibTorch's own cast, bit for
+  // bit, forward and backward.
+  const at::Tensor xb = (at::randn({129, 67}) * 4.0).to(at::kBFloat16).requires_grad_(true);
+  const at::Tensor xf = xb.detach().to(at::kFloat).requires_grad_(true);
+  const at::Tensor yb = stx::models::gelu_sigmoid(xb);
+  const at::Tensor yf = stx::models::gelu_sigmoid(xf);
+  EXPECT_EQ(yb.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::equal(yb, yf.to(at::kBFloat16)));
+  const at::Tensor dyb = at::randn(yb.sizes()).to(at::kBFloat16);
+  yb.backward(dyb);
+  yf.backward(dyb.to(at::kFloat));
+  EXPECT_EQ(xb.grad().scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::equal(xb.grad(), xf.grad().to(at::kBFloat16)));
   // Tensors the kernel does not take still work, through the same formula.
   const at::Tensor d = base.to(at::kDouble);
   EXPECT_TRUE(at::allclose(stx::models::gelu_sigmoid(d), d * at::sigmoid(1.702 * d)));

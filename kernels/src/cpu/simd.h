@@ -99,6 +99,36 @@ inline void store_half(uint16_t* p, vfloat v) {
   for (int i = 0; i < W; ++i) p[i] = float_to_half(v[i]);
 #endif
 }
+// W bfloat16 values to W floats (exact: a bfloat16 is the high half of a float), and back, rounding to
+// nearest even as c10::BFloat16 does, so a row rounded here has the bits LibTorch's cast would give it.
+// NaN stays NaN (0x7fc0). Plain vector code: every instruction set has the shifts and adds.
+typedef uint16_t vbf16 __attribute__((vector_size(STX_VEC_BYTES / 2)));
+typedef uint16_t vbf16_u __attribute__((vector_size(STX_VEC_BYTES / 2), aligned(2)));
+typedef uint32_t vuint __attribute__((vector_size(STX_VEC_BYTES)));
+inline vfloat load_bf16(const uint16_t* p) {
+  const vuint wide = __builtin_convertvector(static_cast<vbf16>(*reinterpret_cast<const vbf16_u*>(p)), vuint);
+  return reinterpret_cast<vfloat>(wide << 16);
+}
+inline void store_bf16(uint16_t* p, vfloat v) {
+  const vuint bits = reinterpret_cast<vuint>(v);
+  const vuint rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const vuint nan = reinterpret_cast<vuint>((bits & 0x7fffffffu) > 0x7f800000u);
+  const vuint out = (rounded & ~nan) | (nan & 0x7fc0u);
+  *reinterpret_cast<vbf16_u*>(p) = __builtin_convertvector(out, vbf16);
+}
+inline float bf16_to_float(uint16_t b) {
+  const uint32_t bits = uint32_t{b} << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline uint16_t float_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
 // A cache row's W elements as floats, whichever of the two types the cache holds.
 inline vfloat load_row(const float* p) { return load(p); }
 inline vfloat load_row(const uint16_t* p) { return load_half(p); }

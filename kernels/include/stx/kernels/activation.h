@@ -6,7 +6,7 @@
 // As separate LibTorch ops this is three passes forward and about six backward over the largest
 // activation of a block (4 d_model wide); fused it is one pass each way.
 //
-// Usage (CPU, fp32, contiguous):
+// Usage (CPU, fp32 or bf16, contiguous):
 //   stx::kernels::GeluParams p;
 //   p.x = x; p.out = y; p.count = n;
 //   stx::kernels::gelu_forward(p);
@@ -23,7 +23,9 @@ struct GeluParams {
   const void* grad_out = nullptr;  // backward only: count elements, the gradient with respect to out
   void* out = nullptr;             // count elements, written: gelu(x) forward, the gradient of x backward
   int64_t count = 0;
-  DType dtype = DType::f32;        // the CPU takes float32; CUDA also float16 and bfloat16 (fp32 arithmetic)
+  // float32 or bfloat16 on the CPU, also float16 on CUDA; the arithmetic is fp32. A bfloat16 result is
+  // the fp32 result rounded to nearest even, the bits LibTorch's cast would give it.
+  DType dtype = DType::f32;
   Device device = Device::cpu;
   void* stream = nullptr;          // cudaStream_t for Device::cuda; null is the default stream
 };
