@@ -54,7 +54,6 @@ int main(int argc, char** argv) {
   stx::cli::SampleCommandOptions sample_options;
   CLI::App* sample = stx::cli::add_sample_command(app, sample_options);
 
-  // CLI11 calls a word that names no command "a subcommand is required"; name it instead.
   // `stx help` and `stx help COMMAND`, as git and cargo take them.
   const bool asks_help = argc > 1 && std::string(argv[1]) == "help";
   if (asks_help && argc == 2) {
@@ -69,12 +68,13 @@ int main(int argc, char** argv) {
       known += (known.empty() ? "" : ", ") + command->get_name();
       found = found || command->get_name() == argv[command_at];
     }
+    // CLI11 calls a word that names no command "a subcommand is required"; name it instead.
     if (!found) {
       std::cerr << "stx: unknown command '" << argv[command_at] << "' (commands: " << known << "; see --help)\n";
       return kExitUsage;
     }
     if (asks_help) {
-      std::cout << app.get_subcommand(argv[command_at])->help();
+      std::cout << app.get_subcommand(argv[command_at])->help(app.get_name());
       return 0;
     }
   }

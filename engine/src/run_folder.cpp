@@ -91,11 +91,9 @@ void RunFolder::write_latest(const std::string& latest, const std::string& best)
 void RunFolder::check_can_create() const {
   // The deepest part of the path that exists must be a folder this process may add to; the rest is made at
   // the first save. Nothing is created here, so a run refused later leaves nothing behind.
-  fs::path existing = root_.empty() ? fs::path(".") : root_;
+  // Saves add to checkpoints/, so that is where the walk up starts.
+  fs::path existing = root_ / kCheckpointsFolder;
   std::error_code ec;
-  for (const fs::path& folder : {root_, root_ / kCheckpointsFolder}) {
-    if (fs::exists(folder, ec)) existing = folder;
-  }
   while (!fs::exists(existing, ec) && existing.has_parent_path() && existing.parent_path() != existing) {
     existing = existing.parent_path();
   }

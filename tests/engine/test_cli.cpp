@@ -325,6 +325,7 @@ TEST(Cli, OptionValuesCli11WouldLetThroughAreRefused) {
   const Result help = stx(tmp, "help train");  // as git and cargo take it
   EXPECT_EQ(help.status, 0) << help.err;
   EXPECT_NE(help.out.find("--steps"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("Usage: stx train"), std::string::npos) << help.out;  // the command as typed
 }
 
 // A new run whose folder cannot be made fails at once, before training; it used to train and then wait
