@@ -41,6 +41,19 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
   }
 }
 
+// The activation forward into y and backward into dx, over `count` elements of `dtype`.
+void forward_and_backward(DType dtype, const void* x, const void* dy, void* y, void* dx, int64_t count) {
+  GeluParams p;
+  p.dtype = dtype;
+  p.x = x;
+  p.out = y;
+  p.count = count;
+  gelu_forward(p);
+  p.grad_out = dy;
+  p.out = dx;
+  gelu_backward(p);
+}
+
 class Gelu : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(Gelu, ForwardAndBackwardMatchReferenceOnEveryInstructionSet) {
@@ -56,15 +69,8 @@ TEST_P(Gelu, ForwardAndBackwardMatchReferenceOnEveryInstructionSet) {
     SCOPED_TRACE(to_string(isa));
     stx::test::ForcedCpuIsa forced(isa);
     std::vector<float> y(x.size(), NAN), dx(x.size(), NAN);
-    GeluParams p;
-    p.x = x.data();
-    p.out = y.data();
-    p.count = count;
-    gelu_forward(p);
+    forward_and_backward(DType::f32, x.data(), dy.data(), y.data(), dx.data(), count);
     expect_close(y, want_y, "forward");
-    p.grad_out = dy.data();
-    p.out = dx.data();
-    gelu_backward(p);
     expect_close(dx, want_dx, "backward");
   }
 }
@@ -83,6 +89,18 @@ float from_bf16(uint16_t b) {
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
+}
+
+// Each bf16 result is the float result rounded to nearest even; NaN stays NaN.
+void expect_rounded(const std::vector<uint16_t>& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      ASSERT_TRUE(std::isnan(from_bf16(got[i]))) << what << " element " << i;
+    } else {
+      ASSERT_EQ(got[i], to_bf16(want[i])) << what << " element " << i << " of " << got.size();
+    }
+  }
 }
 
 class GeluBf16 : public ::testing::TestWithParam<int64_t> {};
@@ -109,37 +127,11 @@ TEST_P(GeluBf16, EqualsTheFloatKernelRoundedToNearestEven) {
     SCOPED_TRACE(to_string(isa));
     stx::test::ForcedCpuIsa forced(isa);
     std::vector<float> yf(x.size()), dxf(x.size());
-    GeluParams pf;
-    pf.x = xf.data();
-    pf.out = yf.data();
-    pf.count = count;
-    gelu_forward(pf);
-    pf.grad_out = dyf.data();
-    pf.out = dxf.data();
-    gelu_backward(pf);
-
+    forward_and_backward(DType::f32, xf.data(), dyf.data(), yf.data(), dxf.data(), count);
     std::vector<uint16_t> y(x.size(), 0xdead), dx(x.size(), 0xdead);
-    GeluParams p;
-    p.dtype = DType::bf16;
-    p.x = x.data();
-    p.out = y.data();
-    p.count = count;
-    gelu_forward(p);
-    p.grad_out = dy.data();
-    p.out = dx.data();
-    gelu_backward(p);
-    for (size_t i = 0; i < x.size(); ++i) {
-      if (std::isnan(yf[i])) {
-        ASSERT_TRUE(std::isnan(from_bf16(y[i]))) << "forward element " << i;
-      } else {
-        ASSERT_EQ(y[i], to_bf16(yf[i])) << "forward element " << i << " of " << count;
-      }
-      if (std::isnan(dxf[i])) {
-        ASSERT_TRUE(std::isnan(from_bf16(dx[i]))) << "backward element " << i;
-      } else {
-        ASSERT_EQ(dx[i], to_bf16(dxf[i])) << "backward element " << i << " of " << count;
-      }
-    }
+    forward_and_backward(DType::bf16, x.data(), dy.data(), y.data(), dx.data(), count);
+    expect_rounded(y, yf, "forward");
+    expect_rounded(dx, dxf, "backward");
   }
 }
 
