@@ -73,8 +73,18 @@ int main(int argc, char** argv) {
       std::cerr << "stx: unknown command '" << argv[command_at] << "' (commands: " << known << "; see --help)\n";
       return kExitUsage;
     }
-    if (asks_help) {
-      std::cout << app.get_subcommand(argv[command_at])->help(app.get_name());
+    if (asks_help) {  // `stx help sample image` goes down to the kind, as `stx sample image --help` does
+      std::string prefix = app.get_name();
+      CLI::App* command = app.get_subcommand(argv[command_at]);
+      for (int at = command_at + 1; at < argc; ++at) {
+        CLI::App* inner = nullptr;
+        for (CLI::App* sub : command->get_subcommands([](const CLI::App*) { return true; }))
+          if (sub->get_name() == argv[at]) inner = sub;
+        if (inner == nullptr) break;
+        prefix += " " + command->get_name();
+        command = inner;
+      }
+      std::cout << command->help(prefix);
       return 0;
     }
   }

@@ -326,6 +326,10 @@ TEST(Cli, OptionValuesCli11WouldLetThroughAreRefused) {
   EXPECT_EQ(help.status, 0) << help.err;
   EXPECT_NE(help.out.find("--steps"), std::string::npos) << help.out;
   EXPECT_NE(help.out.find("Usage: stx train"), std::string::npos) << help.out;  // the command as typed
+  const Result kind = stx(tmp, "help sample image");  // down to the kind of sample
+  EXPECT_EQ(kind.status, 0) << kind.err;
+  EXPECT_NE(kind.out.find("Usage: stx sample image"), std::string::npos) << kind.out;
+  EXPECT_NE(kind.out.find("--keep-rows"), std::string::npos) << kind.out;
 }
 
 // A new run whose folder cannot be made fails at once, before training; it used to train and then wait
