@@ -63,7 +63,7 @@ void small_linear(const SmallLinearParams& p_in) {
                        std::to_string(p_in.rows) + ", in " + std::to_string(p_in.in) + ", out " +
                        std::to_string(p_in.out));
   if (p_in.rows == 0) return;
-  STX_KERNEL_CHECK(p_in.x && p_in.weight_t && p_in.y, std::string(op) + ": x, weight_t and y must not be null");
+  STX_KERNEL_CHECK(p_in.x && p_in.weights && p_in.y, std::string(op) + ": x, weights and y must not be null");
   STX_KERNEL_CHECK(p_in.weight_dtype == DType::f32 || p_in.weight_dtype == DType::f16,
                    std::string(op) + ": weights must be f32 or f16, got " + to_string(p_in.weight_dtype));
   SmallLinearParams p = p_in;
@@ -80,6 +80,21 @@ void small_linear(const SmallLinearParams& p_in) {
     case CpuIsa::portable: return detail::cpu_portable::small_linear(p);
   }
 }
+
+namespace {
+template <class T>
+void pack_panels(const T* w, int64_t in, int64_t out, T* dst) {
+  STX_KERNEL_CHECK(w && dst && in >= 1 && out >= 1, "pack weight panels: expected weights, a destination, in >= 1 and out >= 1");
+  for (int64_t first = 0; first < out; first += kWeightPanel) {
+    for (int64_t i = 0; i < in; ++i) {
+      for (int64_t c = first; c < first + kWeightPanel; ++c) *dst++ = c < out ? w[i * out + c] : T{0};
+    }
+  }
+}
+}  // namespace
+
+void pack_weight_panels(const float* w, int64_t in, int64_t out, float* dst) { pack_panels(w, in, out, dst); }
+void pack_weight_panels(const uint16_t* w, int64_t in, int64_t out, uint16_t* dst) { pack_panels(w, in, out, dst); }
 
 std::pair<int64_t, int64_t> small_linear_columns(int64_t out, int part, int parts) {
   STX_KERNEL_CHECK(out >= 1 && parts >= 1 && part >= 0 && part < parts,

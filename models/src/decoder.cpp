@@ -67,27 +67,31 @@ IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear&
   Linear l;
   l.in = linear->weight.size(1);
   l.out = linear->weight.size(0);
-  l.weight_t = to_floats(linear->weight.t());
+  const std::vector<float> weight_t = to_floats(linear->weight.t());
   l.bias = to_floats(linear->bias);
+  const auto count = static_cast<int64_t>(weight_t.size());
+  const auto packed = static_cast<size_t>(kernels::packed_weight_elements(l.in, l.out));
   if (half_when_exact) {
     // Halves only when they hold every value exactly (compared as bits, so -0.0 and NaNs count too).
-    const auto count = static_cast<int64_t>(l.weight_t.size());
-    std::vector<uint16_t> half(l.weight_t.size());
-    std::vector<float> back(l.weight_t.size());
-    kernels::convert_to_half(l.weight_t.data(), half.data(), count);
+    std::vector<uint16_t> half(weight_t.size());
+    std::vector<float> back(weight_t.size());
+    kernels::convert_to_half(weight_t.data(), half.data(), count);
     kernels::convert_from_half(half.data(), back.data(), count);
-    if (std::memcmp(back.data(), l.weight_t.data(), sizeof(float) * l.weight_t.size()) == 0) {
-      l.weight_t_half = std::move(half);
-      l.weight_t = {};
+    if (std::memcmp(back.data(), weight_t.data(), sizeof(float) * weight_t.size()) == 0) {
+      l.weights_half.resize(packed);
+      kernels::pack_weight_panels(half.data(), l.in, l.out, l.weights_half.data());
+      return l;
     }
   }
+  l.weights.resize(packed);
+  kernels::pack_weight_panels(weight_t.data(), l.in, l.out, l.weights.data());
   return l;
 }
 
 int IncrementalDecoder::half_weight_matrices() const {
-  int count = output_.weight_t_half.empty() ? 0 : 1;
+  int count = output_.weights_half.empty() ? 0 : 1;
   for (const Layer& l : layers_) {
-    for (const Linear* m : {&l.qkv, &l.attention_out, &l.ff_in, &l.ff_out}) count += m->weight_t_half.empty() ? 0 : 1;
+    for (const Linear* m : {&l.qkv, &l.attention_out, &l.ff_in, &l.ff_out}) count += m->weights_half.empty() ? 0 : 1;
   }
   return count;
 }

@@ -32,10 +32,10 @@ template <class LinearWeights>
 void linear(const float* x, int64_t rows, const LinearWeights& layer, float* y, int part = 0, int parts = 1) {
   kernels::SmallLinearParams p;
   p.x = x;
-  if (layer.weight_t_half.empty()) {
-    p.weight_t = layer.weight_t.data();
+  if (layer.weights_half.empty()) {
+    p.weights = layer.weights.data();
   } else {
-    p.weight_t = layer.weight_t_half.data();
+    p.weights = layer.weights_half.data();
     p.weight_dtype = kernels::DType::f16;
   }
   p.bias = layer.bias.data();

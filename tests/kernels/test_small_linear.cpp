@@ -18,12 +18,20 @@ struct Shape {
   int64_t rows, in, out;
 };
 
-// x [rows, x_stride] times weights [in, out] plus bias, into y [rows, y_stride].
+// W [in, out] (row-major) in the kernel's panels.
+template <class T>
+std::vector<T> packed(const std::vector<T>& w, const Shape& s) {
+  std::vector<T> out(static_cast<size_t>(packed_weight_elements(s.in, s.out)));
+  pack_weight_panels(w.data(), s.in, s.out, out.data());
+  return out;
+}
+
+// x [rows, x_stride] times packed weights plus bias, into y [rows, y_stride].
 SmallLinearParams product(const Shape& s, const float* x, int64_t x_stride, const void* weights, const float* bias,
                           float* y, int64_t y_stride) {
   SmallLinearParams p;
   p.x = x;
-  p.weight_t = weights;
+  p.weights = weights;
   p.bias = bias;
   p.y = y;
   p.rows = s.rows;
@@ -75,12 +83,13 @@ TEST(SmallLinear, MatchesReferenceOnEveryInstructionSet) {
           for (int64_t i = 0; i < s.in; ++i) acc += static_cast<double>(x[r * x_stride + i]) * w[i * s.out + c];
           want[r * s.out + c] = acc;
         }
+      const std::vector<float> panels = packed(w, s);
       for (CpuIsa isa : stx::test::supported_cpu_isas()) {
         SCOPED_TRACE(std::string(to_string(isa)) + " rows " + std::to_string(s.rows) + " in " +
                      std::to_string(s.in) + " out " + std::to_string(s.out) + (with_bias ? " bias" : ""));
         stx::test::ForcedCpuIsa forced(isa);
         std::vector<float> y(static_cast<size_t>(s.rows * y_stride), NAN);
-        small_linear(product(s, x.data(), x_stride, w.data(), with_bias ? bias.data() : nullptr, y.data(), y_stride));
+        small_linear(product(s, x.data(), x_stride, panels.data(), with_bias ? bias.data() : nullptr, y.data(), y_stride));
         for (int64_t r = 0; r < s.rows; ++r) {
           for (int64_t c = 0; c < s.out; ++c) {
             const double expected = want[r * s.out + c];
@@ -105,15 +114,17 @@ TEST(SmallLinear, HalfWeightsGiveTheBitsOfTheirWidenedFloats) {
     const auto [x, w, bias, half] = random_operands(s, x_stride, rng);
     std::vector<float> widened(w.size());
     convert_from_half(half.data(), widened.data(), static_cast<int64_t>(w.size()));
+    const std::vector<float> widened_panels = packed(widened, s), float_panels = packed(w, s);
+    const std::vector<uint16_t> half_panels = packed(half, s);
     for (CpuIsa isa : stx::test::supported_cpu_isas()) {
       SCOPED_TRACE(std::string(to_string(isa)) + " rows " + std::to_string(s.rows) + " in " +
                    std::to_string(s.in) + " out " + std::to_string(s.out));
       stx::test::ForcedCpuIsa forced(isa);
       std::vector<float> from_floats(static_cast<size_t>(s.rows * y_stride), 0.0f), from_halves = from_floats;
       SmallLinearParams p =
-          product(s, x.data(), x_stride, widened.data(), bias.data(), from_floats.data(), y_stride);
+          product(s, x.data(), x_stride, widened_panels.data(), bias.data(), from_floats.data(), y_stride);
       small_linear(p);
-      p.weight_t = half.data();
+      p.weights = half_panels.data();
       p.weight_dtype = DType::f16;
       p.y = from_halves.data();
       small_linear(p);
@@ -122,7 +133,7 @@ TEST(SmallLinear, HalfWeightsGiveTheBitsOfTheirWidenedFloats) {
             << "element " << i << ": " << from_floats[i] << " from floats, " << from_halves[i] << " from halves";
       }
       // And the halves were really used: the unrounded weights give other bits somewhere.
-      p.weight_t = w.data();
+      p.weights = float_panels.data();
       p.weight_dtype = DType::f32;
       std::vector<float> unrounded(from_floats.size(), 0.0f);
       p.y = unrounded.data();
@@ -143,11 +154,14 @@ TEST(SmallLinear, PartsOfTheColumnsGiveTheBitsOfOneCall) {
                           {3, 40, 77},   {2, 17, 15},   {5, 48, 80},   {15, 64, 1000}};
   for (const Shape& s : shapes) {
     const auto [x, w, bias, half] = random_operands(s, s.in, rng);
+    const std::vector<float> float_panels = packed(w, s);
+    const std::vector<uint16_t> half_panels = packed(half, s);
     for (CpuIsa isa : stx::test::supported_cpu_isas()) {
       stx::test::ForcedCpuIsa forced(isa);
       for (const bool halves : {false, true}) {
         std::vector<float> whole(static_cast<size_t>(s.rows * s.out), 0.0f);
-        SmallLinearParams p = product(s, x.data(), s.in, halves ? static_cast<const void*>(half.data()) : w.data(),
+        SmallLinearParams p = product(s, x.data(), s.in,
+                                      halves ? static_cast<const void*>(half_panels.data()) : float_panels.data(),
                                       bias.data(), whole.data(), s.out);
         p.weight_dtype = halves ? DType::f16 : DType::f32;
         small_linear(p);
@@ -193,11 +207,31 @@ TEST(SmallLinear, PartsOfTheColumnsGiveTheBitsOfOneCall) {
   }
 }
 
+// The panels hold W[i][c] at (c / 16) * 16 * in + i * 16 + c % 16, and zeros past the last column, so a
+// register tile may read whole vectors of a panel that is only partly used.
+TEST(SmallLinear, PanelsHoldEveryWeightWhereTheKernelReadsIt) {
+  for (const Shape s : {Shape{1, 1, 1}, Shape{1, 3, 16}, Shape{1, 5, 17}, Shape{1, 192, 576}, Shape{1, 7, 33}}) {
+    std::vector<float> w(static_cast<size_t>(s.in * s.out));
+    for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<float>(k + 1);
+    const std::vector<float> panels = packed(w, s);
+    ASSERT_EQ(static_cast<int64_t>(panels.size()), (s.out + 15) / 16 * 16 * s.in);
+    for (int64_t i = 0; i < s.in; ++i) {
+      for (int64_t c = 0; c < (s.out + 15) / 16 * 16; ++c) {
+        const float got = panels[static_cast<size_t>((c / 16) * 16 * s.in + i * 16 + c % 16)];
+        EXPECT_EQ(got, c < s.out ? w[static_cast<size_t>(i * s.out + c)] : 0.0f) << "row " << i << " column " << c;
+      }
+    }
+  }
+  std::vector<uint16_t> one{0x3c00}, dst(16);
+  EXPECT_THROW(pack_weight_panels(one.data(), 0, 1, dst.data()), Error);
+  EXPECT_THROW(pack_weight_panels(static_cast<const uint16_t*>(nullptr), 1, 1, dst.data()), Error);
+}
+
 TEST(SmallLinear, BadCallsThrow) {
-  std::vector<float> x(4), w(4), y(4);
+  std::vector<float> x(4), w(32), y(4);  // w: the 2 x 2 weights packed take 2 x 16
   SmallLinearParams p;
   p.x = x.data();
-  p.weight_t = w.data();
+  p.weights = w.data();
   p.y = y.data();
   p.rows = 1;
   p.in = 2;

@@ -17,6 +17,15 @@ constexpr int64_t kLinearTile = static_cast<int64_t>(kLinearCV) * W;  // columns
 inline float widen_scalar(float w) { return w; }
 inline float widen_scalar(uint16_t w) { return half_to_float(w); }
 
+static_assert(kWeightPanel % W == 0, "a vector must not straddle two weight panels");
+
+// Weight (i, column) of the panels: column's panel, then row i of it, then the column within it.
+template <class C>
+const C* weight_at(const SmallLinearParams& p, int64_t i, int64_t column) {
+  return static_cast<const C*>(p.weights) + (column / kWeightPanel) * kWeightPanel * p.in + i * kWeightPanel +
+         column % kWeightPanel;
+}
+
 // C: the weights' element type, float or uint16_t (IEEE half bits), widened as they are loaded. The
 // arithmetic is the same for both, so half weights give the bits their widened floats give.
 template <class C, int R, int CV>
@@ -27,11 +36,14 @@ void linear_tile(const SmallLinearParams& p, int64_t row0, int64_t col0) {
 #pragma GCC unroll 4
     for (int v = 0; v < CV; ++v) acc[r][v] = p.bias ? load(p.bias + col0 + v * W) : vfloat{};
   const float* x = p.x + row0 * p.x_stride;
+  // Each vector of the tile walks its own panel, kWeightPanel elements a row.
+  const C* panel[CV];
+#pragma GCC unroll 4
+  for (int v = 0; v < CV; ++v) panel[v] = weight_at<C>(p, 0, col0 + v * W);
   for (int64_t i = 0; i < p.in; ++i) {
-    const C* w = static_cast<const C*>(p.weight_t) + i * p.out + col0;
     vfloat wv[CV];
 #pragma GCC unroll 4
-    for (int v = 0; v < CV; ++v) wv[v] = load_row(w + v * W);
+    for (int v = 0; v < CV; ++v) wv[v] = load_row(panel[v] + i * kWeightPanel);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const vfloat xv = splat(x[r * p.x_stride + i]);
@@ -66,8 +78,7 @@ void linear_tail(const SmallLinearParams& p, int64_t col0) {
     for (int64_t c = col0; c < p.out; ++c) y[c] = p.bias ? p.bias[c] : 0.0f;
     for (int64_t i = 0; i < p.in; ++i) {
       const float xv = p.x[r * p.x_stride + i];
-      const C* w = static_cast<const C*>(p.weight_t) + i * p.out;
-      for (int64_t c = col0; c < p.out; ++c) y[c] += xv * widen_scalar(w[c]);
+      for (int64_t c = col0; c < p.out; ++c) y[c] += xv * widen_scalar(*weight_at<C>(p, i, c));
     }
   }
 }

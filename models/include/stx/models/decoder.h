@@ -74,9 +74,10 @@ class IncrementalDecoder {
 
  private:
   struct Linear {
-    // [in, out]: the transposed torch weight, so outputs are contiguous. One of the two is filled.
-    std::vector<float> weight_t;
-    std::vector<uint16_t> weight_t_half;
+    // The transposed torch weight [in, out], packed in panels of 16 columns (kernels::pack_weight_panels).
+    // One of the two is filled.
+    std::vector<float> weights;
+    std::vector<uint16_t> weights_half;
     std::vector<float> bias;      // [out]
     int64_t in = 0, out = 0;
   };
