@@ -10,16 +10,30 @@
 
 namespace stx::models::detail {
 
+// Sum of f(x[i]) over a row in double, in kLanes independent partial sums: one running sum made every
+// addition wait for the last (about 4 cycles each), and each thread of a decoder step normalises every
+// row nine times a step (5% of a step of 2 samples in perf). Independent lanes vectorise without
+// reordering anything the compiler must keep.
+template <class F>
+double sum_in_lanes(const float* x, int64_t d, F f) {
+  constexpr int64_t kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= d; i += kLanes) {
+    for (int64_t k = 0; k < kLanes; ++k) lanes[k] += f(x[i + k]);
+  }
+  for (; i < d; ++i) lanes[i % kLanes] += f(x[i]);
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
 // torch's LayerNorm: biased variance, eps 1e-5, one row of width d per sample.
 inline void layer_norm(const float* x, float* y, int64_t rows, int64_t d, const std::vector<float>& gamma,
                        const std::vector<float>& beta) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * d;
     float* yr = y + r * d;
-    double mean = 0.0, var = 0.0;
-    for (int64_t i = 0; i < d; ++i) mean += xr[i];
-    mean /= static_cast<double>(d);
-    for (int64_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    const double mean = sum_in_lanes(xr, d, [](float v) { return static_cast<double>(v); }) / static_cast<double>(d);
+    const double var = sum_in_lanes(xr, d, [mean](float v) { return (v - mean) * (v - mean); });
     const float inv = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(d) + 1e-5));
     const float m = static_cast<float>(mean);
     for (int64_t i = 0; i < d; ++i) yr[i] = (xr[i] - m) * inv * gamma[i] + beta[i];
