@@ -23,30 +23,37 @@ bool cpu_supports(CpuIsa isa) {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+// The "<op>: " that starts a check's message, built only when a check fails: the checks run on every
+// decode call, several a step, and a string this long took a heap allocation each time.
+struct Where {
+  const char* op;
+  std::string operator()() const { return std::string(op) + ": "; }
+};
+
 void check_shape(const char* op, int64_t batch, int64_t heads, int64_t head_dim) {
-  const std::string where = std::string(op) + ": ";
-  STX_KERNEL_CHECK(batch >= 1, where + "expected batch >= 1, got " + str(batch));
-  STX_KERNEL_CHECK(heads >= 1, where + "expected heads >= 1, got " + str(heads));
+  const Where where{op};
+  STX_KERNEL_CHECK(batch >= 1, where() + "expected batch >= 1, got " + str(batch));
+  STX_KERNEL_CHECK(heads >= 1, where() + "expected heads >= 1, got " + str(heads));
   STX_KERNEL_CHECK(head_dim >= 1 && head_dim <= 256,
-                   where + "expected head_dim in 1..256, got " + str(head_dim));
+                   where() + "expected head_dim in 1..256, got " + str(head_dim));
 }
 
 void check_tensor(const char* op, const char* name, const void* data, const Strides& s, bool needs_seq) {
-  const std::string where = std::string(op) + ": ";
-  STX_KERNEL_CHECK(data != nullptr, where + name + " is null");
+  const Where where{op};
+  STX_KERNEL_CHECK(data != nullptr, where() + name + " is null");
   STX_KERNEL_CHECK(s.batch >= 0 && s.head >= 0 && s.seq >= 0,
-                   where + "expected non-negative strides for " + name + ", got (" + str(s.batch) + ", " +
+                   where() + "expected non-negative strides for " + name + ", got (" + str(s.batch) + ", " +
                        str(s.head) + ", " + str(s.seq) + ")");
-  STX_KERNEL_CHECK(!needs_seq || s.seq >= 1, where + name + " needs a sequence stride >= 1");
+  STX_KERNEL_CHECK(!needs_seq || s.seq >= 1, where() + name + " needs a sequence stride >= 1");
 }
 
 void check_layout(const char* op, const Layout* layout, int64_t seq_len, int64_t heads) {
-  const std::string where = std::string(op) + ": ";
-  STX_KERNEL_CHECK(seq_len >= 1, where + "expected seq_len >= 1, got " + str(seq_len));
-  STX_KERNEL_CHECK(layout != nullptr, where + "no layout given");
-  STX_KERNEL_CHECK(layout->n == seq_len, where + "the layout is for n = " + str(layout->n) +
+  const Where where{op};
+  STX_KERNEL_CHECK(seq_len >= 1, where() + "expected seq_len >= 1, got " + str(seq_len));
+  STX_KERNEL_CHECK(layout != nullptr, where() + "no layout given");
+  STX_KERNEL_CHECK(layout->n == seq_len, where() + "the layout is for n = " + str(layout->n) +
                                              " but the inputs have seq_len = " + str(seq_len));
-  STX_KERNEL_CHECK(layout->num_heads() == heads, where + "the layout has " + str(layout->num_heads()) +
+  STX_KERNEL_CHECK(layout->num_heads() == heads, where() + "the layout has " + str(layout->num_heads()) +
                                                      " head patterns but the inputs have " + str(heads) +
                                                      " heads");
 }
@@ -60,12 +67,12 @@ float resolve_scale(float scale, int64_t head_dim) {
 namespace detail {
 
 void check_device(const char* op, Device device, DType dtype) {
-  const std::string where = std::string(op) + ": ";
+  const Where where{op};
   if (device == Device::cpu) {
-    STX_KERNEL_CHECK(dtype == DType::f32, where + "the CPU kernels take float32, got " + to_string(dtype));
+    STX_KERNEL_CHECK(dtype == DType::f32, where() + "the CPU kernels take float32, got " + to_string(dtype));
     return;
   }
-  STX_KERNEL_CHECK(built_with_cuda(), where + "a CUDA tensor was given, but stx_kernels was built without CUDA");
+  STX_KERNEL_CHECK(built_with_cuda(), where() + "a CUDA tensor was given, but stx_kernels was built without CUDA");
 }
 
 }  // namespace detail
