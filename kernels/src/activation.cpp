@@ -84,7 +84,9 @@ void small_linear(const SmallLinearParams& p_in) {
 namespace {
 template <class T>
 void pack_panels(const T* w, int64_t in, int64_t out, T* dst) {
-  STX_KERNEL_CHECK(w && dst && in >= 1 && out >= 1, "pack weight panels: expected weights, a destination, in >= 1 and out >= 1");
+  STX_KERNEL_CHECK(w && dst && in >= 1 && out >= 1,
+                   "pack weight panels: expected weights, a destination, in >= 1 and out >= 1, got in " +
+                       std::to_string(in) + ", out " + std::to_string(out));
   for (int64_t first = 0; first < out; first += kWeightPanel) {
     for (int64_t i = 0; i < in; ++i) {
       for (int64_t c = first; c < first + kWeightPanel; ++c) *dst++ = c < out ? w[i * out + c] : T{0};

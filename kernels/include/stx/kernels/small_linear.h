@@ -7,7 +7,7 @@
 // (pack_weight_panels): panel p holds columns 16p..16p+15 of every row i, one panel after another. A
 // register tile of columns then reads each of its panels as one contiguous run, which the hardware
 // prefetchers follow; rows of the plain [in, out] layout were `out` elements apart and a tile read a
-// short piece of each (about 15% slower for one sample's step, docs/benchmarks.md). Each weight is read
+// short piece of each (one sample's products took a fifth longer, docs/benchmarks.md). Each weight is read
 // once for all rows together: with few rows the product is bound by reading the weights, and LibTorch's
 // per-call overhead (about 5 us) would cost more than the arithmetic.
 //
