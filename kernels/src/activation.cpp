@@ -96,7 +96,9 @@ void pack_panels(const T* w, int64_t in, int64_t out, T* dst) {
 }  // namespace
 
 void pack_weight_panels(const float* w, int64_t in, int64_t out, float* dst) { pack_panels(w, in, out, dst); }
-void pack_weight_panels(const uint16_t* w, int64_t in, int64_t out, uint16_t* dst) { pack_panels(w, in, out, dst); }
+void pack_weight_panels(const uint16_t* w, int64_t in, int64_t out, uint16_t* dst) {
+  pack_panels(w, in, out, dst);
+}
 
 std::pair<int64_t, int64_t> small_linear_columns(int64_t out, int part, int parts) {
   STX_KERNEL_CHECK(out >= 1 && parts >= 1 && part >= 0 && part < parts,

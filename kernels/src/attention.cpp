@@ -41,9 +41,9 @@ void check_shape(const char* op, int64_t batch, int64_t heads, int64_t head_dim)
 void check_tensor(const char* op, const char* name, const void* data, const Strides& s, bool needs_seq) {
   const Where where{op};
   STX_KERNEL_CHECK(data != nullptr, where() + name + " is null");
-  STX_KERNEL_CHECK(s.batch >= 0 && s.head >= 0 && s.seq >= 0,
-                   where() + "expected non-negative strides for " + name + ", got (" + str(s.batch) + ", " +
-                       str(s.head) + ", " + str(s.seq) + ")");
+  STX_KERNEL_CHECK(s.batch >= 0 && s.head >= 0 && s.seq >= 0, where() + "expected non-negative strides for " +
+                                                                  name + ", got (" + str(s.batch) + ", " +
+                                                                  str(s.head) + ", " + str(s.seq) + ")");
   STX_KERNEL_CHECK(!needs_seq || s.seq >= 1, where() + name + " needs a sequence stride >= 1");
 }
 
@@ -72,7 +72,8 @@ void check_device(const char* op, Device device, DType dtype) {
     STX_KERNEL_CHECK(dtype == DType::f32, where() + "the CPU kernels take float32, got " + to_string(dtype));
     return;
   }
-  STX_KERNEL_CHECK(built_with_cuda(), where() + "a CUDA tensor was given, but stx_kernels was built without CUDA");
+  STX_KERNEL_CHECK(built_with_cuda(),
+                   where() + "a CUDA tensor was given, but stx_kernels was built without CUDA");
 }
 
 }  // namespace detail

@@ -91,7 +91,8 @@ IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear&
 int IncrementalDecoder::half_weight_matrices() const {
   int count = output_.weights_half.empty() ? 0 : 1;
   for (const Layer& l : layers_) {
-    for (const Linear* m : {&l.qkv, &l.attention_out, &l.ff_in, &l.ff_out}) count += m->weights_half.empty() ? 0 : 1;
+    for (const Linear* m : {&l.qkv, &l.attention_out, &l.ff_in, &l.ff_out})
+      count += m->weights_half.empty() ? 0 : 1;
   }
   return count;
 }

@@ -32,7 +32,8 @@ inline void layer_norm(const float* x, float* y, int64_t rows, int64_t d, const 
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * d;
     float* yr = y + r * d;
-    const double mean = sum_in_lanes(xr, d, [](float v) { return static_cast<double>(v); }) / static_cast<double>(d);
+    const double mean =
+        sum_in_lanes(xr, d, [](float v) { return static_cast<double>(v); }) / static_cast<double>(d);
     const double var = sum_in_lanes(xr, d, [mean](float v) { return (v - mean) * (v - mean); });
     const float inv = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(d) + 1e-5));
     const float m = static_cast<float>(mean);

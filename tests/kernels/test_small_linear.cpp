@@ -89,7 +89,8 @@ TEST(SmallLinear, MatchesReferenceOnEveryInstructionSet) {
                      std::to_string(s.in) + " out " + std::to_string(s.out) + (with_bias ? " bias" : ""));
         stx::test::ForcedCpuIsa forced(isa);
         std::vector<float> y(static_cast<size_t>(s.rows * y_stride), NAN);
-        small_linear(product(s, x.data(), x_stride, panels.data(), with_bias ? bias.data() : nullptr, y.data(), y_stride));
+        small_linear(product(s, x.data(), x_stride, panels.data(), with_bias ? bias.data() : nullptr,
+                             y.data(), y_stride));
         for (int64_t r = 0; r < s.rows; ++r) {
           for (int64_t c = 0; c < s.out; ++c) {
             const double expected = want[r * s.out + c];
@@ -160,9 +161,9 @@ TEST(SmallLinear, PartsOfTheColumnsGiveTheBitsOfOneCall) {
       stx::test::ForcedCpuIsa forced(isa);
       for (const bool halves : {false, true}) {
         std::vector<float> whole(static_cast<size_t>(s.rows * s.out), 0.0f);
-        SmallLinearParams p = product(s, x.data(), s.in,
-                                      halves ? static_cast<const void*>(half_panels.data()) : float_panels.data(),
-                                      bias.data(), whole.data(), s.out);
+        SmallLinearParams p = product(
+            s, x.data(), s.in, halves ? static_cast<const void*>(half_panels.data()) : float_panels.data(),
+            bias.data(), whole.data(), s.out);
         p.weight_dtype = halves ? DType::f16 : DType::f32;
         small_linear(p);
         for (const int parts : {2, 3, 5}) {
@@ -210,7 +211,8 @@ TEST(SmallLinear, PartsOfTheColumnsGiveTheBitsOfOneCall) {
 // The panels hold W[i][c] at (c / 16) * 16 * in + i * 16 + c % 16, and zeros past the last column, so a
 // register tile may read whole vectors of a panel that is only partly used.
 TEST(SmallLinear, PanelsHoldEveryWeightWhereTheKernelReadsIt) {
-  for (const Shape s : {Shape{1, 1, 1}, Shape{1, 3, 16}, Shape{1, 5, 17}, Shape{1, 192, 576}, Shape{1, 7, 33}}) {
+  for (const Shape s :
+       {Shape{1, 1, 1}, Shape{1, 3, 16}, Shape{1, 5, 17}, Shape{1, 192, 576}, Shape{1, 7, 33}}) {
     std::vector<float> w(static_cast<size_t>(s.in * s.out));
     for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<float>(k + 1);
     const std::vector<float> panels = packed(w, s);
@@ -218,7 +220,8 @@ TEST(SmallLinear, PanelsHoldEveryWeightWhereTheKernelReadsIt) {
     for (int64_t i = 0; i < s.in; ++i) {
       for (int64_t c = 0; c < (s.out + 15) / 16 * 16; ++c) {
         const float got = panels[static_cast<size_t>((c / 16) * 16 * s.in + i * 16 + c % 16)];
-        EXPECT_EQ(got, c < s.out ? w[static_cast<size_t>(i * s.out + c)] : 0.0f) << "row " << i << " column " << c;
+        EXPECT_EQ(got, c < s.out ? w[static_cast<size_t>(i * s.out + c)] : 0.0f)
+            << "row " << i << " column " << c;
       }
     }
   }
