@@ -72,10 +72,11 @@ void ProgressPrinter::draw(const stx::engine::TrainProgress& p) {
 
 void ProgressPrinter::draw(const stx::engine::SampleProgress& p) {
   const double fraction = p.length > 0 ? static_cast<double>(p.position) / static_cast<double>(p.length) : 0;
+  const char* what = p.position < prompt_bytes_ ? "prompt" : "byte";  // a prompt is read a step a byte too
   char line[256];
   if (tty_) {
     const std::string bar = progress_bar(fraction);
-    std::snprintf(line, sizeof line, "\rbyte %lld/%lld [%s] %3.0f%%  %.0f tok/s  ETA %s   ",
+    std::snprintf(line, sizeof line, "\r%s %lld/%lld [%s] %3.0f%%  %.0f tok/s  ETA %s   ", what,
                   static_cast<long long>(p.position), static_cast<long long>(p.length), bar.c_str(), 100.0 * fraction,
                   p.tokens_per_second, format_duration(p.eta_seconds).c_str());
     std::fputs(line, stderr);
@@ -84,7 +85,7 @@ void ProgressPrinter::draw(const stx::engine::SampleProgress& p) {
     const auto now = std::chrono::steady_clock::now();
     if (p.position != p.length && now - last_line_ < std::chrono::seconds(5)) return;
     last_line_ = now;
-    std::snprintf(line, sizeof line, "byte %lld/%lld (%.0f%%), %.0f tok/s, ETA %s\n", static_cast<long long>(p.position),
+    std::snprintf(line, sizeof line, "%s %lld/%lld (%.0f%%), %.0f tok/s, ETA %s\n", what, static_cast<long long>(p.position),
                   static_cast<long long>(p.length), 100.0 * fraction, p.tokens_per_second,
                   format_duration(p.eta_seconds).c_str());
     std::fputs(line, stderr);
@@ -120,6 +121,7 @@ void ProgressPrinter::operator()(const stx::engine::Event& event) {
         } else if constexpr (std::is_same_v<T, JobEnded>) {
           end_bar();
         } else if constexpr (std::is_same_v<T, SampleStarted>) {
+          prompt_bytes_ = e.prompt_bytes;
           if (!quiet_) {
             std::fprintf(stderr, "seed %llu: %lld sample%s of %lld bytes (%lld given)\n",
                          static_cast<unsigned long long>(e.seed), static_cast<long long>(e.count),

@@ -21,6 +21,7 @@ class ProgressPrinter {
   bool quiet_;
   bool bar_open_ = false;
   double last_validation_ = -1;
+  int64_t prompt_bytes_ = 0;  // of the sampling under way: its progress reads "prompt" until they are read
   std::chrono::steady_clock::time_point last_line_{};
 };
 

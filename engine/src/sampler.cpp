@@ -139,6 +139,12 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
 
   const Clock::time_point start = Clock::now();
   Clock::time_point last_event = start;
+  // When the first byte is drawn: reading a long prompt (a clip to continue) takes a step per byte, and its
+  // time would otherwise make the generation rate look slower than it is.
+  Clock::time_point generation_start = start;
+  // The first step also pays for the threads' start and the caches' first pages (tens of ms): the ETA and
+  // the prompt's rate come from the steps after it, so the first report is not an hour's ETA.
+  Clock::time_point after_first_step = start;
   int64_t position = 0, done = 0;  // done: positions stepped through, prompt included
   // While a sample may still end in a stop string, its last bytes could be the start of one: they are held
   // back until it is clear, so a listener never shows a stop string that is then taken away.
@@ -154,9 +160,18 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
       sent[k] = ready;
     }
     const double elapsed = seconds_since(start);
-    const double rate = elapsed > 0 ? static_cast<double>(result.generated_bytes) / elapsed : 0.0;
-    const double per_step = done > 0 ? elapsed / static_cast<double>(done) : 0.0;
-    emit(SampleProgress{done, length, rate, elapsed, per_step * static_cast<double>(length - done)});
+    // While the prompt is read, the prompt bytes read per second; after, the bytes drawn per second since
+    // the first was drawn. Both count every sample, and both are steps of the same decoder.
+    const bool reading_prompt = done <= prompt && prompt > 0;
+    const double since_first = seconds_since(after_first_step);
+    const double counted = reading_prompt ? static_cast<double>(std::max<int64_t>(done - 1, 0) * count) : static_cast<double>(result.generated_bytes);
+    const double over = reading_prompt ? since_first : seconds_since(generation_start);
+    const double rate = over > 0 ? counted / over : 0.0;
+    // After one step alone nothing tells the rate yet: a negative ETA is shown as unknown.
+    const double eta = done > 1 ? since_first / static_cast<double>(done - 1) * static_cast<double>(length - done)
+                       : done == length ? 0.0
+                                        : -1.0;
+    emit(SampleProgress{done, length, rate, elapsed, eta});
     if (request.probe_layer >= 0 && done > 0) {
       for (int64_t k = 0; k < count; ++k) {
         AttentionProbe probe;
@@ -177,9 +192,14 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
       break;
     }
     for (int64_t k = 0; k < count; ++k) inputs[k] = position == 0 ? 256 : fed[k][position - 1];
+    if (position == prompt) generation_start = Clock::now();
     decoder.step(inputs.data(), logits.data());
     done = position + 1;
-    if (position < prompt) continue;  // the prompt is given, not drawn
+    if (done == 1) after_first_step = Clock::now();
+    if (position < prompt) {  // the prompt is given, not drawn; a long one still shows its progress
+      if (seconds_since(last_event) >= request.event_interval_seconds) flush(false);
+      continue;
+    }
     bool all_finished = true;
     for (int64_t k = 0; k < count; ++k) {
       if (finished[k]) {
@@ -205,7 +225,11 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
   }
   flush(true);
   result.seconds = seconds_since(start);
-  result.tokens_per_second = result.seconds > 0 ? static_cast<double>(result.generated_bytes) / result.seconds : 0.0;
+  result.prompt_seconds = done > prompt || prompt == 0
+                              ? std::chrono::duration<double>(generation_start - start).count()
+                              : result.seconds;  // stopped while the prompt was read
+  const double generating = result.seconds - result.prompt_seconds;
+  result.tokens_per_second = generating > 0 ? static_cast<double>(result.generated_bytes) / generating : 0.0;
   return result;
 }
 

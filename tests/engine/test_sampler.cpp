@@ -179,6 +179,48 @@ TEST(Sampler, StreamedBytesAddUpToTheResult) {
   EXPECT_GT(progress_events, 10);
 }
 
+// A long prompt (a clip to continue) is read a step a byte before anything is drawn: its progress is shown
+// as it goes, and its time is kept apart from the generation's, whose rate would otherwise look slower.
+TEST(Sampler, APromptShowsItsProgressAndItsTimeIsToldApart) {
+  std::vector<uint8_t> prompt(40);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<uint8_t>(250 - i);
+  SampleRequest r = request_for(64, 4, 2);
+  r.prompt = prompt;
+  r.event_interval_seconds = 0.0;
+  std::vector<stx::engine::SampleProgress> during_prompt, after_prompt;
+  const SampleResult out = stx::engine::sample(image_model(), r, [&](const Event& e) {
+    if (auto* p = std::get_if<stx::engine::SampleProgress>(&e)) {
+      (p->position <= 40 ? during_prompt : after_prompt).push_back(*p);
+    }
+  });
+  ASSERT_GE(during_prompt.size(), 30u) << "no progress while the prompt was read";
+  EXPECT_EQ(during_prompt.front().position, 1);
+  EXPECT_LT(during_prompt.front().eta_seconds, 0.0) << "one step tells no rate: the ETA is unknown";
+  for (size_t k = 1; k < during_prompt.size(); ++k) EXPECT_GE(during_prompt[k].eta_seconds, 0.0);
+  for (size_t k = 1; k < during_prompt.size(); ++k) EXPECT_GT(during_prompt[k].position, during_prompt[k - 1].position);
+  EXPECT_GT(during_prompt.back().tokens_per_second, 0.0) << "the prompt's reading rate";
+  ASSERT_FALSE(after_prompt.empty());
+  EXPECT_EQ(after_prompt.back().position, 64);
+  EXPECT_EQ(out.generated_bytes, 2 * 24);
+  EXPECT_GT(out.prompt_seconds, 0.0);
+  EXPECT_LT(out.prompt_seconds, out.seconds);
+  EXPECT_NEAR(out.tokens_per_second, 48.0 / (out.seconds - out.prompt_seconds), 1e-6 * out.tokens_per_second);
+
+  // Stopped while the prompt is read: nothing drawn, all the time was the prompt's, and no rate is made up.
+  std::atomic<bool> cancel{false};
+  const SampleResult stopped = stx::engine::sample(
+      image_model(), r,
+      [&](const Event& e) {
+        if (auto* p = std::get_if<stx::engine::SampleProgress>(&e); p && p->position >= 10) cancel = true;
+      },
+      &cancel);
+  EXPECT_TRUE(stopped.cancelled);
+  EXPECT_EQ(stopped.generated_bytes, 0);
+  EXPECT_EQ(stopped.prompt_seconds, stopped.seconds);
+  EXPECT_EQ(stopped.tokens_per_second, 0.0);
+  for (const auto& s : stopped.samples) EXPECT_EQ(s, prompt);
+}
+
 TEST(Sampler, AStopStringEndsASampleAndIsLeftOut) {
   SampleRequest r = request_for(48, 5);
   r.prompt = {'t', 'h', 'e'};

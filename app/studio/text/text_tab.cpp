@@ -237,7 +237,7 @@ void TextTab::onFinished(const stx::engine::SampleResult& result) {
   } else {
     progress_->finish(tr("Done: %1 bytes in %2 s · %3 tok/s")
                           .arg(locale.toString(static_cast<qint64>(result.generated_bytes)))
-                          .arg(locale.toString(result.seconds, 'f', 1))
+                          .arg(locale.toString(result.seconds - result.prompt_seconds, 'f', 1))
                           .arg(locale.toString(result.tokens_per_second, 'f', 0)));
   }
   attentionNote_->setText(tr("Hover over a character to see what it attended; click to keep it."));

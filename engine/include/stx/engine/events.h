@@ -56,9 +56,11 @@ struct SampleStarted {
 struct SampleProgress {
   int64_t position = 0;             // positions done per sample, prompt included
   int64_t length = 0;
-  double tokens_per_second = 0;     // bytes generated per second, all samples together
+  double tokens_per_second = 0;     // all samples together: prompt bytes read per second while the prompt is
+                                    // read (position <= prompt_bytes), then bytes drawn per second since the first
   double elapsed_seconds = 0;
-  double eta_seconds = 0;
+  double eta_seconds = 0;           // from the steps after the first (which also starts the threads and
+                                    // touches the caches' first pages); negative, unknown, after the first alone
 };
 
 // New bytes of one sample, starting at `position` (throttled: bytes are gathered between events, none lost).
