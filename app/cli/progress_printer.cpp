@@ -77,17 +77,17 @@ void ProgressPrinter::draw(const stx::engine::SampleProgress& p) {
   if (tty_) {
     const std::string bar = progress_bar(fraction);
     std::snprintf(line, sizeof line, "\r%s %lld/%lld [%s] %3.0f%%  %.0f tok/s  ETA %s   ", what,
-                  static_cast<long long>(p.position), static_cast<long long>(p.length), bar.c_str(), 100.0 * fraction,
-                  p.tokens_per_second, format_duration(p.eta_seconds).c_str());
+                  static_cast<long long>(p.position), static_cast<long long>(p.length), bar.c_str(),
+                  100.0 * fraction, p.tokens_per_second, format_duration(p.eta_seconds).c_str());
     std::fputs(line, stderr);
     bar_open_ = true;
   } else {
     const auto now = std::chrono::steady_clock::now();
     if (p.position != p.length && now - last_line_ < std::chrono::seconds(5)) return;
     last_line_ = now;
-    std::snprintf(line, sizeof line, "%s %lld/%lld (%.0f%%), %.0f tok/s, ETA %s\n", what, static_cast<long long>(p.position),
-                  static_cast<long long>(p.length), 100.0 * fraction, p.tokens_per_second,
-                  format_duration(p.eta_seconds).c_str());
+    std::snprintf(line, sizeof line, "%s %lld/%lld (%.0f%%), %.0f tok/s, ETA %s\n", what,
+                  static_cast<long long>(p.position), static_cast<long long>(p.length), 100.0 * fraction,
+                  p.tokens_per_second, format_duration(p.eta_seconds).c_str());
     std::fputs(line, stderr);
   }
   std::fflush(stderr);

@@ -164,11 +164,13 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
     // the first was drawn. Both count every sample, and both are steps of the same decoder.
     const bool reading_prompt = done <= prompt && prompt > 0;
     const double since_first = seconds_since(after_first_step);
-    const double counted = reading_prompt ? static_cast<double>(std::max<int64_t>(done - 1, 0) * count) : static_cast<double>(result.generated_bytes);
+    const double counted = reading_prompt ? static_cast<double>(std::max<int64_t>(done - 1, 0) * count)
+                                          : static_cast<double>(result.generated_bytes);
     const double over = reading_prompt ? since_first : seconds_since(generation_start);
     const double rate = over > 0 ? counted / over : 0.0;
     // After one step alone nothing tells the rate yet: a negative ETA is shown as unknown.
-    const double eta = done > 1 ? since_first / static_cast<double>(done - 1) * static_cast<double>(length - done)
+    const double eta = done > 1
+                           ? since_first / static_cast<double>(done - 1) * static_cast<double>(length - done)
                        : done == length ? 0.0
                                         : -1.0;
     emit(SampleProgress{done, length, rate, elapsed, eta});

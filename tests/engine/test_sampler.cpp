@@ -197,7 +197,8 @@ TEST(Sampler, APromptShowsItsProgressAndItsTimeIsToldApart) {
   EXPECT_EQ(during_prompt.front().position, 1);
   EXPECT_LT(during_prompt.front().eta_seconds, 0.0) << "one step tells no rate: the ETA is unknown";
   for (size_t k = 1; k < during_prompt.size(); ++k) EXPECT_GE(during_prompt[k].eta_seconds, 0.0);
-  for (size_t k = 1; k < during_prompt.size(); ++k) EXPECT_GT(during_prompt[k].position, during_prompt[k - 1].position);
+  for (size_t k = 1; k < during_prompt.size(); ++k)
+    EXPECT_GT(during_prompt[k].position, during_prompt[k - 1].position);
   EXPECT_GT(during_prompt.back().tokens_per_second, 0.0) << "the prompt's reading rate";
   ASSERT_FALSE(after_prompt.empty());
   EXPECT_EQ(after_prompt.back().position, 64);

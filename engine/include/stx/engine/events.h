@@ -56,11 +56,13 @@ struct SampleStarted {
 struct SampleProgress {
   int64_t position = 0;             // positions done per sample, prompt included
   int64_t length = 0;
-  double tokens_per_second = 0;     // all samples together: prompt bytes read per second while the prompt is
-                                    // read (position <= prompt_bytes), then bytes drawn per second since the first
+  // All samples together: prompt bytes read per second while the prompt is read (position <=
+  // prompt_bytes), then bytes drawn per second since the first was drawn.
+  double tokens_per_second = 0;
   double elapsed_seconds = 0;
-  double eta_seconds = 0;           // from the steps after the first (which also starts the threads and
-                                    // touches the caches' first pages); negative, unknown, after the first alone
+  // From the steps after the first, which also starts the threads and touches the caches' first pages.
+  // Negative (unknown) after the first step alone.
+  double eta_seconds = 0;
 };
 
 // New bytes of one sample, starting at `position` (throttled: bytes are gathered between events, none lost).
