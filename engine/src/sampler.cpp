@@ -188,27 +188,17 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
     last_event = Clock::now();
   };
 
-  for (; position < length; ++position) {
-    if (cancel && cancel->load()) {
-      result.cancelled = true;
-      break;
-    }
-    for (int64_t k = 0; k < count; ++k) inputs[k] = position == 0 ? 256 : fed[k][position - 1];
-    if (position == prompt) generation_start = Clock::now();
-    decoder.step(inputs.data(), logits.data());
-    done = position + 1;
-    if (done == 1) after_first_step = Clock::now();
-    if (position < prompt) {  // the prompt is given, not drawn; a long one still shows its progress
-      if (seconds_since(last_event) >= request.event_interval_seconds) flush(false);
-      continue;
-    }
+  // Draws every unfinished sample's byte at `position` from the logits; true once every sample has ended
+  // in a stop string.
+  auto draw_next_bytes = [&] {
     bool all_finished = true;
     for (int64_t k = 0; k < count; ++k) {
       if (finished[k]) {
         fed[k].push_back(0);  // keeps the batch in step; nothing reads what follows a finished sample
         continue;
       }
-      const uint8_t byte = static_cast<uint8_t>(pick_byte(logits.data() + k * 256, request.settings, uniform(rngs[k])));
+      const uint8_t byte =
+          static_cast<uint8_t>(pick_byte(logits.data() + k * 256, request.settings, uniform(rngs[k])));
       fed[k].push_back(byte);
       std::vector<uint8_t>& s = result.samples[k];
       s.push_back(byte);
@@ -222,7 +212,21 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
       }
       all_finished = all_finished && finished[k];
     }
-    if (all_finished) break;
+    return all_finished;
+  };
+
+  for (; position < length; ++position) {
+    if (cancel && cancel->load()) {
+      result.cancelled = true;
+      break;
+    }
+    for (int64_t k = 0; k < count; ++k) inputs[k] = position == 0 ? 256 : fed[k][position - 1];
+    if (position == prompt) generation_start = Clock::now();
+    decoder.step(inputs.data(), logits.data());
+    done = position + 1;
+    if (done == 1) after_first_step = Clock::now();
+    // The prompt is given, not drawn; a long one still shows its progress below.
+    if (position >= prompt && draw_next_bytes()) break;
     if (seconds_since(last_event) >= request.event_interval_seconds) flush(false);
   }
   flush(true);

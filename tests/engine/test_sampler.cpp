@@ -96,6 +96,13 @@ SparseTransformer& text_model() {
   return model;
 }
 
+// A listener that presses Stop once progress reaches `position`, as the studio's button would.
+stx::engine::EventSink stop_from(int64_t position, std::atomic<bool>& cancel) {
+  return [position, &cancel](const Event& e) {
+    if (auto* p = std::get_if<stx::engine::SampleProgress>(&e); p && p->position >= position) cancel = true;
+  };
+}
+
 SampleRequest request_for(int64_t length, uint64_t seed, int64_t count = 1) {
   SampleRequest r;
   r.length = length;
@@ -209,12 +216,7 @@ TEST(Sampler, APromptShowsItsProgressAndItsTimeIsToldApart) {
 
   // Stopped while the prompt is read: nothing drawn, all the time was the prompt's, and no rate is made up.
   std::atomic<bool> cancel{false};
-  const SampleResult stopped = stx::engine::sample(
-      image_model(), r,
-      [&](const Event& e) {
-        if (auto* p = std::get_if<stx::engine::SampleProgress>(&e); p && p->position >= 10) cancel = true;
-      },
-      &cancel);
+  const SampleResult stopped = stx::engine::sample(image_model(), r, stop_from(10, cancel), &cancel);
   EXPECT_TRUE(stopped.cancelled);
   EXPECT_EQ(stopped.generated_bytes, 0);
   EXPECT_EQ(stopped.prompt_seconds, stopped.seconds);
@@ -239,12 +241,7 @@ TEST(Sampler, StopMidSampleReturnsThePartialResult) {
   SampleRequest r = request_for(64, 8, 2);
   r.event_interval_seconds = 0.0;
   std::atomic<bool> cancel{false};
-  const SampleResult out = stx::engine::sample(
-      image_model(), r,
-      [&](const Event& e) {
-        if (auto* p = std::get_if<stx::engine::SampleProgress>(&e); p && p->position >= 20) cancel = true;
-      },
-      &cancel);
+  const SampleResult out = stx::engine::sample(image_model(), r, stop_from(20, cancel), &cancel);
   EXPECT_TRUE(out.cancelled);
   const std::vector<uint8_t> whole = gradient_image();
   for (const auto& s : out.samples) {
