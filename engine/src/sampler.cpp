@@ -168,11 +168,17 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
                                           : static_cast<double>(result.generated_bytes);
     const double over = reading_prompt ? since_first : seconds_since(generation_start);
     const double rate = over > 0 ? counted / over : 0.0;
-    // After one step alone nothing tells the rate yet: a negative ETA is shown as unknown.
-    const double eta = done > 1
-                           ? since_first / static_cast<double>(done - 1) * static_cast<double>(length - done)
-                       : done == length ? 0.0
-                                        : -1.0;
+    // A negative ETA is shown as unknown. After one step alone nothing tells the pace yet. A prompt is read
+    // for one sample whatever the batch, so with several samples its pace says nothing of generating's: the
+    // ETA waits for a generated step, then comes from those alone.
+    double eta = -1.0;
+    if (done == length) {
+      eta = 0.0;
+    } else if (done > prompt && prompt > 0) {
+      eta = seconds_since(generation_start) / static_cast<double>(done - prompt) * static_cast<double>(length - done);
+    } else if (done > 1 && (count == 1 || prompt == 0)) {
+      eta = since_first / static_cast<double>(done - 1) * static_cast<double>(length - done);
+    }
     emit(SampleProgress{done, length, rate, elapsed, eta});
     if (request.probe_layer >= 0 && done > 0) {
       for (int64_t k = 0; k < count; ++k) {
@@ -220,9 +226,14 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
       result.cancelled = true;
       break;
     }
-    for (int64_t k = 0; k < count; ++k) inputs[k] = position == 0 ? 256 : fed[k][position - 1];
     if (position == prompt) generation_start = Clock::now();
-    decoder.step(inputs.data(), logits.data());
+    if (position < prompt) {
+      // Every sample reads the same prompt: the decoder computes one and copies its keys and values.
+      decoder.step_common_prefix(position == 0 ? 256 : request.prompt[static_cast<size_t>(position - 1)]);
+    } else {
+      for (int64_t k = 0; k < count; ++k) inputs[k] = position == 0 ? 256 : fed[k][position - 1];
+      decoder.step(inputs.data(), logits.data());
+    }
     done = position + 1;
     if (done == 1) after_first_step = Clock::now();
     // The prompt is given, not drawn; a long one still shows its progress below.

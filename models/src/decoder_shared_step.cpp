@@ -17,8 +17,8 @@
 
 namespace stx::models {
 
-void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits, int part, int parts,
-                                     std::exception_ptr& error) {
+void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits, int64_t rows, int part,
+                                     int parts, std::exception_ptr& error) {
   // A thread that failed keeps meeting the barriers (leaving would hang the others), but nobody works on.
   static std::mutex error_mutex;
   auto run = [&](auto&& work) {
@@ -33,7 +33,7 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
       if (!error) error = std::current_exception();
     }
   };
-  const int64_t d = config_.d_model, rows = batch_, ff = config_.d_ff, heads = config_.heads;
+  const int64_t d = config_.d_model, ff = config_.d_ff, heads = config_.heads;
   float* normed = normed_by_part_[static_cast<size_t>(part)].data();
   // Columns of the d-wide products (attention_out, ff_out) this thread writes: the residual sums follow
   // them, so each thread adds only what it computed itself and no barrier is needed in between.
@@ -79,6 +79,7 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
     });
 #pragma omp barrier
   }
+  if (logits == nullptr) return;  // a common prefix: nothing is drawn from it
   run([&] {
     detail::layer_norm(h_.data(), normed, rows, d, final_norm_.gamma, final_norm_.beta);
     detail::linear(normed, rows, output_, logits, part, parts);

@@ -202,17 +202,29 @@ TEST(Sampler, APromptShowsItsProgressAndItsTimeIsToldApart) {
   });
   ASSERT_GE(during_prompt.size(), 30u) << "no progress while the prompt was read";
   EXPECT_EQ(during_prompt.front().position, 1);
-  EXPECT_LT(during_prompt.front().eta_seconds, 0.0) << "one step tells no rate: the ETA is unknown";
-  for (size_t k = 1; k < during_prompt.size(); ++k) EXPECT_GE(during_prompt[k].eta_seconds, 0.0);
+  // Two samples read the prompt once, at one sample's pace, which tells nothing of generating's.
+  for (const auto& p : during_prompt) EXPECT_LT(p.eta_seconds, 0.0) << "position " << p.position;
   for (size_t k = 1; k < during_prompt.size(); ++k)
     EXPECT_GT(during_prompt[k].position, during_prompt[k - 1].position);
   EXPECT_GT(during_prompt.back().tokens_per_second, 0.0) << "the prompt's reading rate";
   ASSERT_FALSE(after_prompt.empty());
+  for (const auto& p : after_prompt) EXPECT_GE(p.eta_seconds, 0.0) << "position " << p.position;
   EXPECT_EQ(after_prompt.back().position, 64);
   EXPECT_EQ(out.generated_bytes, 2 * 24);
   EXPECT_GT(out.prompt_seconds, 0.0);
   EXPECT_LT(out.prompt_seconds, out.seconds);
   EXPECT_NEAR(out.tokens_per_second, 48.0 / (out.seconds - out.prompt_seconds), 1e-6 * out.tokens_per_second);
+
+  // One sample: the prompt's steps are a generating step's, so they tell the ETA from the second on.
+  SampleRequest one = r;
+  one.count = 1;
+  std::vector<stx::engine::SampleProgress> alone;
+  stx::engine::sample(image_model(), one, [&](const Event& e) {
+    if (auto* p = std::get_if<stx::engine::SampleProgress>(&e)) alone.push_back(*p);
+  });
+  ASSERT_GE(alone.size(), 2u);
+  EXPECT_LT(alone.front().eta_seconds, 0.0) << "one step tells no rate: the ETA is unknown";
+  for (size_t k = 1; k < alone.size(); ++k) EXPECT_GE(alone[k].eta_seconds, 0.0) << "position " << alone[k].position;
 
   // Stopped while the prompt is read: nothing drawn, all the time was the prompt's, and no rate is made up.
   std::atomic<bool> cancel{false};

@@ -268,6 +268,66 @@ TEST(IncrementalDecoder, AStepSharedByThreadsGivesTheBitsOfOneThread) {
   omp_set_num_threads(threads_before);
 }
 
+// A prompt shared by every sample is stepped for sample 0 alone and its keys and values copied (every 2
+// positions of this capacity of 70, and before the samples' own steps): each sample then continues exactly
+// as if it had read the prompt itself, bit for bit, in every threading mode (3 samples share each kernel,
+// 19 are split by samples) and in both cache types. The probe during the prompt is sample 0's for everyone,
+// which is what each would have seen.
+TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
+  const int threads_before = at::get_num_threads();
+  at::set_num_threads(2);
+  omp_set_num_threads(2);
+  for (const Pattern pattern : {Pattern::strided, Pattern::fixed}) {
+    for (const stx::kernels::DType cache : {stx::kernels::DType::f32, stx::kernels::DType::f16}) {
+      for (const int64_t batch : {int64_t{3}, int64_t{19}}) {
+        SCOPED_TRACE(std::string(stx::kernels::to_string(pattern)) + " " + stx::kernels::to_string(cache) +
+                     ", batch " + std::to_string(batch));
+        const ModelConfig config = small_config(pattern);
+        SparseTransformer model = random_model(config);
+        at::manual_seed(8);
+        const int64_t prompt = 23, length = 40;  // past the strided window of 7 and its columns
+        at::Tensor bytes = at::randint(0, 256, {batch, length}, at::kLong);
+        bytes.narrow(1, 0, prompt).copy_(bytes.narrow(0, 0, 1).narrow(1, 0, prompt).expand({batch, prompt}));
+        IncrementalDecoder each(model, batch, 0, cache);
+        each.set_probe(2, 1);
+        const at::Tensor want = decoded_logits(each, bytes);
+        IncrementalDecoder shared(model, batch, 0, cache);
+        shared.set_probe(2, 1);
+        for (int64_t i = 0; i < prompt; ++i) {
+          shared.step_common_prefix(i == 0 ? 256 : static_cast<int32_t>(bytes[0][i - 1].item<int64_t>()));
+        }
+        std::vector<int64_t> positions, first_positions;
+        std::vector<float> weights, first_weights;
+        shared.probe(0, first_positions, first_weights);
+        EXPECT_EQ(first_positions, stx::kernels::attended_set(model->block_list[2]->patterns()[1], prompt - 1));
+        shared.probe(batch - 1, positions, weights);
+        EXPECT_EQ(positions, first_positions);
+        EXPECT_EQ(weights, first_weights);
+        EXPECT_EQ(shared.position(), prompt);
+        const at::Tensor got = decoded_logits(shared, bytes, prompt);
+        EXPECT_TRUE(at::equal(got.narrow(1, prompt, length - prompt), want.narrow(1, prompt, length - prompt)));
+        for (int64_t b = 0; b < batch; ++b) {
+          each.probe(b, positions, weights);
+          shared.probe(b, first_positions, first_weights);
+          EXPECT_EQ(weights, first_weights) << "sample " << b;
+        }
+        // Once the samples have stepped on their own they differ: a common prefix can no longer follow.
+        EXPECT_THROW(shared.step_common_prefix(0), std::logic_error);
+        EXPECT_THROW(shared.step_common_prefix(257), std::invalid_argument);
+        // Rewound into the prefix, the samples are identical again up to there.
+        shared.rewind(prompt - 5);
+        for (int64_t i = prompt - 5; i < prompt; ++i) {
+          shared.step_common_prefix(static_cast<int32_t>(bytes[0][i - 1].item<int64_t>()));
+        }
+        const at::Tensor again = decoded_logits(shared, bytes, prompt);
+        EXPECT_TRUE(at::equal(again.narrow(1, prompt, length - prompt), want.narrow(1, prompt, length - prompt)));
+      }
+    }
+  }
+  at::set_num_threads(threads_before);
+  omp_set_num_threads(threads_before);
+}
+
 // The probe's positions are exactly A(i) of the head's pattern, and its weights are the softmax of that
 // head's scores, computed here from the model's own modules.
 // Strided layers keep their cache in column order (DecodeParams::cache_columns); fixed ones in natural order.

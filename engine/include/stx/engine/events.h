@@ -60,8 +60,9 @@ struct SampleProgress {
   // prompt_bytes), then bytes drawn per second since the first was drawn.
   double tokens_per_second = 0;
   double elapsed_seconds = 0;
-  // From the steps after the first, which also starts the threads and touches the caches' first pages.
-  // Negative (unknown) after the first step alone.
+  // From the steps after the first, which also starts the threads and touches the caches' first pages;
+  // once a prompt is read, from the generated steps alone. Negative (unknown) after the first step alone,
+  // and while a prompt is read for several samples (it is read once for all, at one sample's pace).
   double eta_seconds = 0;
 };
 

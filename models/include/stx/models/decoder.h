@@ -57,6 +57,12 @@ class IncrementalDecoder {
   // the capacity and std::invalid_argument for a token outside 0..256.
   void step(const int32_t* input_tokens, float* logits);
 
+  // Steps every sample with the same input token, computing sample 0 only and giving the others its keys
+  // and values: for a prefix all samples share (a prompt), which would otherwise cost a whole batch's step
+  // per byte. No logits: a given prefix is not drawn. Only while every step so far was one of these, so
+  // that the samples are still identical; std::logic_error otherwise. Same errors as step() else.
+  void step_common_prefix(int32_t input_token);
+
   // Forgets positions >= position (0 <= position <= position()); the next step decodes `position`.
   void rewind(int64_t position);
 
@@ -108,13 +114,21 @@ class IncrementalDecoder {
   // Bytes of one (sample, head) row of head_dim values.
   int64_t row_bytes() const;
 
+  // Copies positions [shared_until_, common_prefix_) of sample 0's caches and its windows to the other
+  // samples: before any step of their own, and now and then during a long prefix.
+  void share_common_prefix();
+  // Throws what step() documents for a step at position() with these tokens.
+  void check_step(const int32_t* input_tokens, int64_t count) const;
+  // One step of the first `rows` samples (batch_, or 1 for a common prefix); logits may be null.
+  void step_rows(const int32_t* input_tokens, float* logits, int64_t rows);
   // Samples [b0, b1) of a step: step() runs it for the whole batch, or once per thread for a slice.
   void step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1);
   // A batch too small to split by samples: every thread of one parallel region runs this, taking part
   // `part` of `parts` of each kernel (columns of the products, (sample, head) pairs of the attention),
   // with a barrier only where the next kernel needs all of the last one's output. The first exception of
   // any thread lands in `error`; the others then skip their work but still meet every barrier.
-  void step_shared(const int32_t* input_tokens, float* logits, int part, int parts, std::exception_ptr& error);
+  void step_shared(const int32_t* input_tokens, float* logits, int64_t rows, int part, int parts,
+                   std::exception_ptr& error);
   void embed(const int32_t* input_tokens, int64_t b0, int64_t b1);
   // Appends this position's keys and values of the (sample, head) pairs [first, last) (pair b * heads + h)
   // to the caches, then attends for them.
@@ -132,6 +146,10 @@ class IncrementalDecoder {
 
   ModelConfig config_;
   int64_t batch_ = 0, capacity_ = 0, position_ = 0;
+  // Positions [0, common_prefix_) were stepped by step_common_prefix, so every sample is the same there;
+  // the other samples' caches hold [0, shared_until_) of it, the rest is only in sample 0's.
+  int64_t common_prefix_ = 0, shared_until_ = 0;
+  bool probe_of_prefix_ = false;  // the probe was recorded by step_common_prefix: it is sample 0's
   kernels::DType cache_dtype_ = kernels::DType::f32;
   std::vector<float> token_embedding_;                 // [257, d]
   std::vector<std::vector<float>> position_tables_;    // per axis: [size, d]
