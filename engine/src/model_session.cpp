@@ -1,5 +1,6 @@
 #include "stx/engine/model_session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -151,10 +152,13 @@ AttentionProbe LoadedModel::inspect(const std::vector<uint8_t>& bytes, int layer
   // behind byte `position` is that of step `position`.
   models::IncrementalDecoder decoder(impl_->bundle.model, 1, position + 1);
   decoder.set_probe(layer, head);
-  std::vector<float> logits(256);
-  for (int64_t i = 0; i <= position; ++i) {
-    const int32_t input = i == 0 ? 256 : bytes[static_cast<size_t>(i - 1)];
-    decoder.step(&input, logits.data());
+  // No logits are wanted: the positions are read as a prefix, many per call, and the probe records the
+  // last one's attention.
+  std::vector<int32_t> inputs(static_cast<size_t>(position + 1));
+  for (int64_t i = 0; i <= position; ++i) inputs[static_cast<size_t>(i)] = i == 0 ? 256 : bytes[static_cast<size_t>(i - 1)];
+  constexpr int64_t kChunk = 256;  // rows per call: the decoder's scratch grows with them
+  for (int64_t i = 0; i <= position; i += kChunk) {
+    decoder.step_common_prefix(inputs.data() + i, std::min(kChunk, position + 1 - i));
   }
   AttentionProbe probe;
   probe.layer = layer;

@@ -16,6 +16,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Prompt positions read per call to the decoder: enough rows for its products to read each weight once
+// for many positions, few enough (a few ms) that progress and a Stop still come between calls.
+constexpr int64_t kPromptChunk = 64;
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -146,6 +150,8 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
   // the prompt's rate come from the steps after it, so the first report is not an hour's ETA.
   Clock::time_point after_first_step = start;
   int64_t position = 0, done = 0;  // done: positions stepped through, prompt included
+  int64_t first_done = 0;          // done after the first call to the decoder (a step, or a prompt's chunk)
+  std::vector<int32_t> prompt_inputs(static_cast<size_t>(std::min(kPromptChunk, std::max<int64_t>(prompt, 1))));
   // While a sample may still end in a stop string, its last bytes could be the start of one: they are held
   // back until it is clear, so a listener never shows a stop string that is then taken away.
   size_t hold_back = 0;
@@ -164,19 +170,19 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
     // the first was drawn. Both count every sample, and both are steps of the same decoder.
     const bool reading_prompt = done <= prompt && prompt > 0;
     const double since_first = seconds_since(after_first_step);
-    const double counted = reading_prompt ? static_cast<double>(std::max<int64_t>(done - 1, 0) * count)
+    const double counted = reading_prompt ? static_cast<double>(std::max<int64_t>(done - first_done, 0) * count)
                                           : static_cast<double>(result.generated_bytes);
     const double over = reading_prompt ? since_first : seconds_since(generation_start);
     const double rate = over > 0 ? counted / over : 0.0;
     // A negative ETA is shown as unknown. After one step alone nothing tells the pace yet. A prompt is read
-    // for one sample whatever the batch, so with several samples its pace says nothing of generating's: the
-    // ETA waits for a generated step, then comes from those alone.
+    // for one sample, many positions at once, so its pace says nothing of generating's: the ETA waits for a
+    // generated step, then comes from those alone.
     double eta = -1.0;
     if (done == length) {
       eta = 0.0;
-    } else if (done > prompt && prompt > 0) {
+    } else if (prompt > 0 && done > prompt) {
       eta = seconds_since(generation_start) / static_cast<double>(done - prompt) * static_cast<double>(length - done);
-    } else if (done > 1 && (count == 1 || prompt == 0)) {
+    } else if (prompt == 0 && done > 1) {
       eta = since_first / static_cast<double>(done - 1) * static_cast<double>(length - done);
     }
     emit(SampleProgress{done, length, rate, elapsed, eta});
@@ -228,14 +234,22 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
     }
     if (position == prompt) generation_start = Clock::now();
     if (position < prompt) {
-      // Every sample reads the same prompt: the decoder computes one and copies its keys and values.
-      decoder.step_common_prefix(position == 0 ? 256 : request.prompt[static_cast<size_t>(position - 1)]);
+      // Every sample reads the same prompt: the decoder reads it for one, kPromptChunk positions at a time,
+      // and copies its keys and values. Between chunks, progress and a Stop are seen as between steps.
+      const int64_t chunk = std::min(kPromptChunk, prompt - position);
+      for (int64_t k = 0; k < chunk; ++k) {
+        const int64_t at = position + k;
+        prompt_inputs[static_cast<size_t>(k)] = at == 0 ? 256 : request.prompt[static_cast<size_t>(at - 1)];
+      }
+      decoder.step_common_prefix(prompt_inputs.data(), chunk);
+      position += chunk - 1;
     } else {
       for (int64_t k = 0; k < count; ++k) inputs[k] = position == 0 ? 256 : fed[k][position - 1];
       decoder.step(inputs.data(), logits.data());
     }
+    if (done == 0) first_done = position + 1;
     done = position + 1;
-    if (done == 1) after_first_step = Clock::now();
+    if (done == first_done) after_first_step = Clock::now();
     // The prompt is given, not drawn; a long one still shows its progress below.
     if (position >= prompt && draw_next_bytes()) break;
     if (seconds_since(last_event) >= request.event_interval_seconds) flush(false);

@@ -157,8 +157,9 @@ IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, 
 
 void IncrementalDecoder::embed(const int32_t* input_tokens, int64_t b0, int64_t b1) {
   const int64_t d = config_.d_model;
-  const std::vector<int64_t> coords = config_.position_coordinates(position_);
+  std::vector<int64_t> coords = config_.position_coordinates(position_);
   for (int64_t b = b0; b < b1; ++b) {
+    if (prefix_rows_ > 0) coords = config_.position_coordinates(position_ + b);
     float* h = h_.data() + b * d;
     const float* e = token_embedding_.data() + input_tokens[b] * d;
     for (int64_t i = 0; i < d; ++i) h[i] = e[i];
@@ -260,68 +261,12 @@ void IncrementalDecoder::check_step(const int32_t* input_tokens, int64_t count) 
 void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
   check_step(input_tokens, batch_);
   share_common_prefix();
-  step_rows(input_tokens, logits, batch_);
-  probe_of_prefix_ = false;
-}
-
-void IncrementalDecoder::step_common_prefix(int32_t input_token) {
-  check_step(&input_token, 1);
-  if (position_ != common_prefix_) {
-    throw std::logic_error("decoder: a common prefix must come first, but position " + std::to_string(position_) +
-                           " follows steps of samples of their own");
-  }
-  step_rows(&input_token, nullptr, 1);
-  common_prefix_ = position_;
-  probe_of_prefix_ = true;
-  // Copied every 1/32 of the capacity (2,048 positions of 65,536), so that no single step, and no Stop
-  // waiting on it, copies a whole long prompt to every sample.
-  if (common_prefix_ - shared_until_ >= std::max<int64_t>(1, capacity_ / 32)) share_common_prefix();
-}
-
-void IncrementalDecoder::share_common_prefix() {
-  const int64_t from = shared_until_, to = common_prefix_;
-  shared_until_ = to;
-  if (from >= to || batch_ == 1) return;
-  const int64_t heads = config_.heads, rb = row_bytes();
-  // Whole runs of rows, not a row per step: in column order a position's row lies 24 KB or more from the
-  // last one's, and copying rows step by step cost each its own miss (2.5 s of 7 for 16 samples' prompt).
-  auto copy_runs = [&](const Layer& layer, unsigned char* cache, int64_t pair) {
-    const int64_t l = layer.cache_columns;
-    const unsigned char* source = cache + (pair % heads) * layer.cache_rows * rb;
-    unsigned char* target = cache + pair * layer.cache_rows * rb;
-    if (l == 0) {
-      std::memcpy(target + from * rb, source + from * rb, static_cast<size_t>((to - from) * rb));
-      return;
-    }
-    for (int64_t column = 0; column < std::min(l, to); ++column) {
-      // Rows of the positions j = column + k l in [from, to): k from ceil((from - column) / l) on.
-      const int64_t first = std::max<int64_t>(0, (from - column + l - 1) / l), end = (to - column + l - 1) / l;
-      if (first >= end) continue;
-      const int64_t at = (kernels::cache_row(column, l, capacity_) + first) * rb;
-      std::memcpy(target + at, source + at, static_cast<size_t>((end - first) * rb));
-    }
-  };
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
-  for (int64_t b = 1; b < batch_; ++b) {
-    for (Layer& layer : layers_) {
-      for (int64_t h = 0; h < heads; ++h) {
-        copy_runs(layer, layer.k_cache.get(), b * heads + h);
-        copy_runs(layer, layer.v_cache.get(), b * heads + h);
-      }
-      const auto window = static_cast<size_t>(heads * layer.cache_columns * rb);
-      std::memcpy(layer.k_window.data() + b * window, layer.k_window.data(), window);
-      std::memcpy(layer.v_window.data() + b * window, layer.v_window.data(), window);
-    }
-  }
-}
-
-void IncrementalDecoder::step_rows(const int32_t* input_tokens, float* logits, int64_t rows) {
   // A batch of several row tiles per thread is split by samples: each thread runs the whole step for its
   // own samples, with one fork and join per step instead of one per kernel (about 25), no barrier between
   // the layers' kernels, and the norms and residual sums in parallel too. Each thread then reads all the
   // weights, from the shared L3; a smaller batch splits each kernel's columns or heads instead.
   // Every sample's arithmetic is the same either way, so the logits are bit-identical.
-  const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), rows / kRowsPerThread));
+  const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), batch_ / kRowsPerThread));
   const int cores = omp_get_max_threads();
   if (threads <= 1 && cores > 1 && !omp_in_parallel()) {
     // Too few samples to split by samples: the threads share every kernel of the step in one region.
@@ -329,7 +274,7 @@ void IncrementalDecoder::step_rows(const int32_t* input_tokens, float* logits, i
     for (std::vector<float>& normed : normed_by_part_) normed.resize(normed_.size());
     std::exception_ptr error;
 #pragma omp parallel num_threads(cores)
-    step_shared(input_tokens, logits, rows, omp_get_thread_num(), omp_get_num_threads(), error);
+    step_shared(input_tokens, logits, batch_, omp_get_thread_num(), omp_get_num_threads(), error);
     if (error) std::rethrow_exception(error);
   } else if (threads > 1 && !omp_in_parallel()) {
     std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
@@ -337,7 +282,7 @@ void IncrementalDecoder::step_rows(const int32_t* input_tokens, float* logits, i
     {
       const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
       try {
-        step_samples(input_tokens, logits, rows * t / n, rows * (t + 1) / n);
+        step_samples(input_tokens, logits, batch_ * t / n, batch_ * (t + 1) / n);
       } catch (...) {  // an exception must not leave an OpenMP region
         errors[static_cast<size_t>(t)] = std::current_exception();
       }
@@ -346,9 +291,10 @@ void IncrementalDecoder::step_rows(const int32_t* input_tokens, float* logits, i
       if (error) std::rethrow_exception(error);
     }
   } else {
-    step_samples(input_tokens, logits, 0, rows);
+    step_samples(input_tokens, logits, 0, batch_);
   }
   if (probe_layer_ >= 0) probe_position_ = position_;
+  probe_of_prefix_ = false;
   ++position_;
 }
 
@@ -378,7 +324,6 @@ void IncrementalDecoder::step_samples(const int32_t* input_tokens, float* logits
     linear(hidden, rows, layer.ff_out, b);
     for (int64_t i = 0; i < rows * d; ++i) h[i] += a[i] + b[i];
   }
-  if (logits == nullptr) return;  // a common prefix: nothing is drawn from it
   layer_norm(h, normed, rows, d, final_norm_.gamma, final_norm_.beta);
   linear(normed, rows, output_, logits + b0 * output_.out);
 }
@@ -390,23 +335,24 @@ void IncrementalDecoder::rewind(int64_t position) {
   }
   share_common_prefix();
   // The window rows of positions before `position` may hold later positions now: refill them from the cache.
-  const int64_t heads = config_.heads, rb = row_bytes();
-  for (Layer& layer : layers_) {
-    const int64_t l = layer.cache_columns;
-    if (l == 0) continue;
-    for (int64_t bh = 0; bh < batch_ * heads; ++bh) {
-      for (int64_t j = std::max<int64_t>(0, position - l); j < position; ++j) {
-        const int64_t from = (bh * layer.cache_rows + kernels::cache_row(j, l, capacity_)) * rb;
-        const int64_t to = (bh * l + j % l) * rb;
-        std::copy_n(layer.k_cache.get() + from, rb, layer.k_window.data() + to);
-        std::copy_n(layer.v_cache.get() + from, rb, layer.v_window.data() + to);
-      }
-    }
-  }
+  for (Layer& layer : layers_) refill_window(layer, batch_ * config_.heads, position - layer.cache_columns, position);
   position_ = position;
   common_prefix_ = std::min(common_prefix_, position);
   shared_until_ = std::min(shared_until_, position);
   probe_position_ = -1;
+}
+
+void IncrementalDecoder::refill_window(Layer& layer, int64_t pairs, int64_t from, int64_t to) {
+  const int64_t l = layer.cache_columns, rb = row_bytes();
+  if (l == 0) return;
+  for (int64_t bh = 0; bh < pairs; ++bh) {
+    for (int64_t j = std::max<int64_t>(0, from); j < to; ++j) {
+      const int64_t row = (bh * layer.cache_rows + kernels::cache_row(j, l, capacity_)) * rb;
+      const int64_t slot = (bh * l + j % l) * rb;
+      std::copy_n(layer.k_cache.get() + row, rb, layer.k_window.data() + slot);
+      std::copy_n(layer.v_cache.get() + row, rb, layer.v_window.data() + slot);
+    }
+  }
 }
 
 void IncrementalDecoder::skip_to_for_timing(int64_t position) {

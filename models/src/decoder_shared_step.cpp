@@ -51,7 +51,13 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
       detail::linear(normed, rows, layer.qkv, qkv_.data(), part, parts);
     });
 #pragma omp barrier
-    run([&] { attention(layer, static_cast<int>(index), pair0, pair1); });
+    if (prefix_rows_ > 0) {  // rows are positions: each attends to the keys of the rows before it
+      run([&] { append_prefix_rows(layer, pair0, pair1); });
+#pragma omp barrier
+      run([&] { attend_prefix(layer, static_cast<int>(index), pair0, pair1); });
+    } else {
+      run([&] { attention(layer, static_cast<int>(index), pair0, pair1); });
+    }
 #pragma omp barrier
     run([&] {
       detail::linear(attended_.data(), rows, layer.attention_out, a_.data(), part, parts);

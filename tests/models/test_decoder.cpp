@@ -268,11 +268,12 @@ TEST(IncrementalDecoder, AStepSharedByThreadsGivesTheBitsOfOneThread) {
   omp_set_num_threads(threads_before);
 }
 
-// A prompt shared by every sample is stepped for sample 0 alone and its keys and values copied (every 2
-// positions of this capacity of 70, and before the samples' own steps): each sample then continues exactly
-// as if it had read the prompt itself, bit for bit, in every threading mode (3 samples share each kernel,
-// 19 are split by samples) and in both cache types. The probe during the prompt is sample 0's for everyone,
-// which is what each would have seen.
+// A prompt shared by every sample is read by sample 0 alone, in chunks of positions taken as the rows of
+// each product, and its keys and values copied (every 2 positions of this capacity of 70, and before the
+// samples' own steps): each sample then continues exactly as if it had stepped through the prompt itself,
+// bit for bit, in every threading mode (3 samples share each kernel, 19 are split by samples) and in both
+// cache types. The probe after the prompt is sample 0's last position for everyone, which is what each
+// would have seen.
 TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
   const int threads_before = at::get_num_threads();
   at::set_num_threads(2);
@@ -293,8 +294,14 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
         const at::Tensor want = decoded_logits(each, bytes);
         IncrementalDecoder shared(model, batch, 0, cache);
         shared.set_probe(2, 1);
+        std::vector<int32_t> inputs(static_cast<size_t>(prompt));
         for (int64_t i = 0; i < prompt; ++i) {
-          shared.step_common_prefix(i == 0 ? 256 : static_cast<int32_t>(bytes[0][i - 1].item<int64_t>()));
+          inputs[i] = i == 0 ? 256 : static_cast<int32_t>(bytes[0][i - 1].item<int64_t>());
+        }
+        int64_t read = 0;
+        for (const int64_t chunk : {1, 5, 10, 7}) {  // past the window of 7 within one chunk, and across two
+          shared.step_common_prefix(inputs.data() + read, chunk);
+          read += chunk;
         }
         std::vector<int64_t> positions, first_positions;
         std::vector<float> weights, first_weights;
@@ -312,13 +319,14 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
           EXPECT_EQ(weights, first_weights) << "sample " << b;
         }
         // Once the samples have stepped on their own they differ: a common prefix can no longer follow.
-        EXPECT_THROW(shared.step_common_prefix(0), std::logic_error);
-        EXPECT_THROW(shared.step_common_prefix(257), std::invalid_argument);
+        EXPECT_THROW(shared.step_common_prefix(inputs.data(), 1), std::logic_error);
+        const int32_t bad = 257;
+        EXPECT_THROW(shared.step_common_prefix(&bad, 1), std::invalid_argument);
+        EXPECT_THROW(shared.step_common_prefix(inputs.data(), 0), std::invalid_argument);
         // Rewound into the prefix, the samples are identical again up to there.
         shared.rewind(prompt - 5);
-        for (int64_t i = prompt - 5; i < prompt; ++i) {
-          shared.step_common_prefix(static_cast<int32_t>(bytes[0][i - 1].item<int64_t>()));
-        }
+        shared.step_common_prefix(inputs.data() + prompt - 5, 5);
+        EXPECT_THROW(shared.step_common_prefix(inputs.data(), config.context), std::out_of_range);
         const at::Tensor again = decoded_logits(shared, bytes, prompt);
         EXPECT_TRUE(at::equal(again.narrow(1, prompt, length - prompt), want.narrow(1, prompt, length - prompt)));
       }

@@ -57,11 +57,14 @@ class IncrementalDecoder {
   // the capacity and std::invalid_argument for a token outside 0..256.
   void step(const int32_t* input_tokens, float* logits);
 
-  // Steps every sample with the same input token, computing sample 0 only and giving the others its keys
-  // and values: for a prefix all samples share (a prompt), which would otherwise cost a whole batch's step
-  // per byte. No logits: a given prefix is not drawn. Only while every step so far was one of these, so
-  // that the samples are still identical; std::logic_error otherwise. Same errors as step() else.
-  void step_common_prefix(int32_t input_token);
+  // Steps every sample through `count` positions of a prefix they all share (a prompt): input_tokens[k] is
+  // the input of position position() + k for every sample. Sample 0 alone computes them, all `count` at
+  // once (each product takes the positions as rows, so a weight is read once for all of them), and the
+  // others get its keys and values: bit for bit what their own steps would give, at a fraction of a
+  // batch's cost per byte. No logits: a given prefix is not drawn. Only while every step so far was one of
+  // these, so that the samples are still identical: std::logic_error otherwise. std::out_of_range past the
+  // capacity, std::invalid_argument for a token outside 0..256 or a count below 1.
+  void step_common_prefix(const int32_t* input_tokens, int64_t count);
 
   // Forgets positions >= position (0 <= position <= position()); the next step decodes `position`.
   void rewind(int64_t position);
@@ -114,19 +117,25 @@ class IncrementalDecoder {
   // Bytes of one (sample, head) row of head_dim values.
   int64_t row_bytes() const;
 
+  // A common prefix's chunk, pairs [first, last) of (row, head) = (pair / heads, pair % heads), the row's
+  // position position_ + row: its keys and values into sample 0's caches; its attention, once every
+  // thread's rows are in.
+  void append_prefix_rows(Layer& layer, int64_t first, int64_t last);
+  void attend_prefix(const Layer& layer, int layer_index, int64_t first, int64_t last);
+  // Copies positions [from, to) of `pairs` (sample, head) pairs' caches into their windows.
+  void refill_window(Layer& layer, int64_t pairs, int64_t from, int64_t to);
   // Copies positions [shared_until_, common_prefix_) of sample 0's caches and its windows to the other
   // samples: before any step of their own, and now and then during a long prefix.
   void share_common_prefix();
   // Throws what step() documents for a step at position() with these tokens.
   void check_step(const int32_t* input_tokens, int64_t count) const;
-  // One step of the first `rows` samples (batch_, or 1 for a common prefix); logits may be null.
-  void step_rows(const int32_t* input_tokens, float* logits, int64_t rows);
   // Samples [b0, b1) of a step: step() runs it for the whole batch, or once per thread for a slice.
   void step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1);
-  // A batch too small to split by samples: every thread of one parallel region runs this, taking part
-  // `part` of `parts` of each kernel (columns of the products, (sample, head) pairs of the attention),
-  // with a barrier only where the next kernel needs all of the last one's output. The first exception of
-  // any thread lands in `error`; the others then skip their work but still meet every barrier.
+  // A batch too small to split by samples, or a chunk of a common prefix (its `rows` are then positions
+  // of sample 0, and logits is null): every thread of one parallel region runs this, taking part `part` of
+  // `parts` of each kernel (columns of the products, (row, head) pairs of the attention), with a barrier
+  // only where the next kernel needs all of the last one's output. The first exception of any thread
+  // lands in `error`; the others then skip their work but still meet every barrier.
   void step_shared(const int32_t* input_tokens, float* logits, int64_t rows, int part, int parts,
                    std::exception_ptr& error);
   void embed(const int32_t* input_tokens, int64_t b0, int64_t b1);
@@ -150,6 +159,8 @@ class IncrementalDecoder {
   // the other samples' caches hold [0, shared_until_) of it, the rest is only in sample 0's.
   int64_t common_prefix_ = 0, shared_until_ = 0;
   bool probe_of_prefix_ = false;  // the probe was recorded by step_common_prefix: it is sample 0's
+  // Within step_common_prefix: the chunk's positions, which are then the step's rows (all of sample 0).
+  int64_t prefix_rows_ = 0;
   kernels::DType cache_dtype_ = kernels::DType::f32;
   std::vector<float> token_embedding_;                 // [257, d]
   std::vector<std::vector<float>> position_tables_;    // per axis: [size, d]
