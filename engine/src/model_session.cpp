@@ -155,7 +155,8 @@ AttentionProbe LoadedModel::inspect(const std::vector<uint8_t>& bytes, int layer
   // No logits are wanted: the positions are read as a prefix, many per call, and the probe records the
   // last one's attention.
   std::vector<int32_t> inputs(static_cast<size_t>(position + 1));
-  for (int64_t i = 0; i <= position; ++i) inputs[static_cast<size_t>(i)] = i == 0 ? 256 : bytes[static_cast<size_t>(i - 1)];
+  for (int64_t i = 0; i <= position; ++i)
+    inputs[static_cast<size_t>(i)] = i == 0 ? 256 : bytes[static_cast<size_t>(i - 1)];
   constexpr int64_t kChunk = 256;  // rows per call: the decoder's scratch grows with them
   for (int64_t i = 0; i <= position; i += kChunk) {
     decoder.step_common_prefix(inputs.data() + i, std::min(kChunk, position + 1 - i));

@@ -151,7 +151,8 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
   Clock::time_point after_first_step = start;
   int64_t position = 0, done = 0;  // done: positions stepped through, prompt included
   int64_t first_done = 0;          // done after the first call to the decoder (a step, or a prompt's chunk)
-  std::vector<int32_t> prompt_inputs(static_cast<size_t>(std::min(kPromptChunk, std::max<int64_t>(prompt, 1))));
+  std::vector<int32_t> prompt_inputs(
+      static_cast<size_t>(std::min(kPromptChunk, std::max<int64_t>(prompt, 1))));
   // While a sample may still end in a stop string, its last bytes could be the start of one: they are held
   // back until it is clear, so a listener never shows a stop string that is then taken away.
   size_t hold_back = 0;
@@ -170,8 +171,9 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
     // the first was drawn. Both count every sample, and both are steps of the same decoder.
     const bool reading_prompt = done <= prompt && prompt > 0;
     const double since_first = seconds_since(after_first_step);
-    const double counted = reading_prompt ? static_cast<double>(std::max<int64_t>(done - first_done, 0) * count)
-                                          : static_cast<double>(result.generated_bytes);
+    const double counted = reading_prompt
+                               ? static_cast<double>(std::max<int64_t>(done - first_done, 0) * count)
+                               : static_cast<double>(result.generated_bytes);
     const double over = reading_prompt ? since_first : seconds_since(generation_start);
     const double rate = over > 0 ? counted / over : 0.0;
     // A negative ETA is shown as unknown. After one step alone nothing tells the pace yet. A prompt is read
@@ -181,7 +183,8 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
     if (done == length) {
       eta = 0.0;
     } else if (prompt > 0 && done > prompt) {
-      eta = seconds_since(generation_start) / static_cast<double>(done - prompt) * static_cast<double>(length - done);
+      eta = seconds_since(generation_start) / static_cast<double>(done - prompt) *
+            static_cast<double>(length - done);
     } else if (prompt == 0 && done > 1) {
       eta = since_first / static_cast<double>(done - 1) * static_cast<double>(length - done);
     }

@@ -335,7 +335,8 @@ void IncrementalDecoder::rewind(int64_t position) {
   }
   share_common_prefix();
   // The window rows of positions before `position` may hold later positions now: refill them from the cache.
-  for (Layer& layer : layers_) refill_window(layer, batch_ * config_.heads, position - layer.cache_columns, position);
+  for (Layer& layer : layers_)
+    refill_window(layer, batch_ * config_.heads, position - layer.cache_columns, position);
   position_ = position;
   common_prefix_ = std::min(common_prefix_, position);
   shared_until_ = std::min(shared_until_, position);

@@ -306,13 +306,15 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
         std::vector<int64_t> positions, first_positions;
         std::vector<float> weights, first_weights;
         shared.probe(0, first_positions, first_weights);
-        EXPECT_EQ(first_positions, stx::kernels::attended_set(model->block_list[2]->patterns()[1], prompt - 1));
+        EXPECT_EQ(first_positions,
+                  stx::kernels::attended_set(model->block_list[2]->patterns()[1], prompt - 1));
         shared.probe(batch - 1, positions, weights);
         EXPECT_EQ(positions, first_positions);
         EXPECT_EQ(weights, first_weights);
         EXPECT_EQ(shared.position(), prompt);
         const at::Tensor got = decoded_logits(shared, bytes, prompt);
-        EXPECT_TRUE(at::equal(got.narrow(1, prompt, length - prompt), want.narrow(1, prompt, length - prompt)));
+        EXPECT_TRUE(
+            at::equal(got.narrow(1, prompt, length - prompt), want.narrow(1, prompt, length - prompt)));
         for (int64_t b = 0; b < batch; ++b) {
           each.probe(b, positions, weights);
           shared.probe(b, first_positions, first_weights);
@@ -328,7 +330,8 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
         shared.step_common_prefix(inputs.data() + prompt - 5, 5);
         EXPECT_THROW(shared.step_common_prefix(inputs.data(), config.context), std::out_of_range);
         const at::Tensor again = decoded_logits(shared, bytes, prompt);
-        EXPECT_TRUE(at::equal(again.narrow(1, prompt, length - prompt), want.narrow(1, prompt, length - prompt)));
+        EXPECT_TRUE(
+            at::equal(again.narrow(1, prompt, length - prompt), want.narrow(1, prompt, length - prompt)));
       }
     }
   }
