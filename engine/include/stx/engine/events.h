@@ -61,8 +61,8 @@ struct SampleProgress {
   double tokens_per_second = 0;
   double elapsed_seconds = 0;
   // From the steps after the first, which also starts the threads and touches the caches' first pages;
-  // once a prompt is read, from the generated steps alone. Negative (unknown) after the first step alone,
-  // and while a prompt is read for several samples (it is read once for all, at one sample's pace).
+  // after a prompt, from the generated steps alone. Negative (unknown) after the first step alone, and
+  // while a prompt is read (for one sample, many positions a call: its pace says nothing of generating's).
   double eta_seconds = 0;
 };
 
