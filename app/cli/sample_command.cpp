@@ -202,6 +202,16 @@ int run_sample_command(SampleCommandOptions& o) {
   printer(engine::JobEnded{});
   if (stream_text && !o.quiet) std::fputc('\n', stdout);
 
+  // Stopped while the prompt was read, nothing was generated: no file would hold more than the prompt.
+  if (result.cancelled && !request.prompt.empty() && result.generated_bytes == 0 &&
+      result.prompt_seconds >= result.seconds) {
+    std::fprintf(
+        stderr,
+        "stopped after %.1f s while reading the %zu-byte prompt: nothing generated, no file written\n",
+        result.seconds, request.prompt.size());
+    return kExitInterrupted;
+  }
+
   info.seed = result.seed;
   info.created = engine::utc_timestamp_now();
   for (int64_t k = 0; k < o.count; ++k) {
@@ -230,8 +240,8 @@ int run_sample_command(SampleCommandOptions& o) {
       std::fprintf(stderr, "wrote %s and %lld more\n", first.c_str(), static_cast<long long>(o.count - 1));
     }
   }
-  // A prompt's bytes are read a step each before the first byte is drawn; its time is told apart, so that the
-  // rate is the generation's.
+  // A prompt is read before the first byte is drawn; its time is told apart, so that the rate is the
+  // generation's.
   std::string after_prompt;
   if (!request.prompt.empty()) {
     char text[96];
