@@ -75,7 +75,7 @@ void IncrementalDecoder::attend_prefix(const Layer& layer, int layer_index, int6
   const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim();
   for (int64_t pair = first; pair < last;) {
     // The heads [h0, h1) of row r in one call: sample 0's caches at position position_ + r, read without the
-    // window, which holds positions of the samples' own steps only once the chunk is done.
+    // window, which is refilled only once the whole chunk is in the caches.
     const int64_t r = pair / heads, h0 = pair % heads, h1 = std::min(heads, h0 + (last - pair));
     kernels::DecodeParams p = decode_params(layer, h0, h1, position_ + r);
     p.q = qkv_.data() + r * 3 * d + h0 * dh;
