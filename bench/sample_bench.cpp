@@ -38,12 +38,15 @@ struct SampleBenchOptions {
   // float16: the model's weights rounded to halves first, as `stx export --fp16` stores the bundled models,
   // so the decoder keeps its matrices as halves. Timed after the float32 weights at each position.
   std::vector<std::string> weights = {"float32"};
+  // Also time reading a prompt from each position: what `stx sample --prompt` does before drawing.
+  bool prompt = false;
   std::vector<int64_t> positions;  // empty: positions_for() the model's context
   std::string json_path;
 };
 
 struct Row {
   std::string model, pattern, kv_cache, weights, cpu_path;
+  std::string mode = "step";  // or "prompt": positions read as a prompt all samples share
   int64_t batch = 0, position = 0, parameters = 0;
   double tokens_per_s = 0, steps_per_s = 0;
   double vs_first = 0;  // tokens/s against the first row timed at this position; 0 for that row itself
@@ -70,8 +73,11 @@ std::vector<int64_t> positions_for(int64_t context) {
 }
 
 // Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context).
+// Positions of a prompt read per call, as the sampler reads them.
+constexpr int64_t kPromptChunk = 64;
+
 Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
-            const std::string& kv_cache, const std::string& weights) {
+            const std::string& kv_cache, const std::string& weights, bool prompt) {
   const int64_t capacity = model->config().context;
   models::IncrementalDecoder decoder(model, batch, capacity,
                                      kv_cache == "float16" ? kernels::DType::f16 : kernels::DType::f32);
@@ -79,18 +85,28 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
     throw std::logic_error("stx-bench sample: the float16 model's matrices were not kept as halves");
   }
   decoder.skip_to_for_timing(position);
-  std::vector<int32_t> inputs(static_cast<size_t>(batch), 65);
+  // A prompt: chunks of positions every sample shares (steps_per_s counts positions); else single steps.
+  const int64_t per_call = prompt ? kPromptChunk : 1;
+  std::vector<int32_t> inputs(static_cast<size_t>(std::max(batch, per_call)), 65);
   std::vector<float> logits(static_cast<size_t>(batch * 256));
-  decoder.step(inputs.data(), logits.data());  // warm-up: first touch of the buffers
+  auto call = [&] {
+    if (prompt) {
+      decoder.step_common_prefix(inputs.data(), per_call);
+    } else {
+      decoder.step(inputs.data(), logits.data());
+    }
+  };
+  call();  // warm-up: first touch of the buffers
   const auto start = std::chrono::steady_clock::now();
   int64_t steps = 0;
   double elapsed = 0;
-  while ((steps < 8 || elapsed < seconds) && decoder.position() < capacity) {
-    decoder.step(inputs.data(), logits.data());
-    ++steps;
+  while ((steps < 8 * per_call || elapsed < seconds) && decoder.position() + per_call <= capacity) {
+    call();
+    steps += per_call;
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   Row r;
+  r.mode = prompt ? "prompt" : "step";
   r.batch = batch;
   r.position = position;
   r.steps_per_s = static_cast<double>(steps) / elapsed;
@@ -104,8 +120,9 @@ void run(const SampleBenchOptions& o) {
   omp_set_num_threads(threads);
   std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
               "tokens/s counts every sample of the batch\n", threads);
-  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %8s  %10s  %9s  %8s  %s\n", "model", "pattern", "params", "weights",
-              "kv", "batch", "position", "tokens/s", "steps/s", "vs first", "cpu");
+  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %8s  %10s  %9s  %8s  %-8s  %s\n", "model", "pattern",
+              "params", "weights", "kv", "batch", "position", "tokens/s", "steps/s", "vs first", "cpu",
+              "mode");
   std::vector<Row> rows;
   for (const std::string& name : o.models) {
     for (bool dense : {false, true}) {
@@ -138,28 +155,33 @@ void run(const SampleBenchOptions& o) {
           for (const std::string& w : o.weights) {
             for (const std::string& kv : o.kv_caches) {
              for (const std::string& path : o.cpu_paths) {
-              // The kernels' instruction set for this row only; "auto" is what the processor's best would be.
-              kernels::force_cpu_isa(path == "avx512" ? kernels::CpuIsa::avx512
-                                     : path == "avx2" ? kernels::CpuIsa::avx2
-                                     : path == "portable" ? kernels::CpuIsa::portable
-                                                          : kernels::best_cpu_isa());
-              Row r = time_at(w == "float16" ? *model16 : model, batch, position, o.seconds_per_row, kv, w);
-              r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
-              r.model = name;
-              r.pattern = kernels::to_string(config.pattern);
-              r.parameters = model->parameter_count();
-              r.kv_cache = kv;
-              r.weights = w;
-              if (first_rate == 0) first_rate = r.tokens_per_s;
-              else r.vs_first = r.tokens_per_s / first_rate;
+               for (const bool prompt : {false, true}) {
+                 if (prompt && !o.prompt) continue;
+                 // The kernels' instruction set for this row only; "auto" is what the processor's best would be.
+                 kernels::force_cpu_isa(path == "avx512"     ? kernels::CpuIsa::avx512
+                                        : path == "avx2"     ? kernels::CpuIsa::avx2
+                                        : path == "portable" ? kernels::CpuIsa::portable
+                                                             : kernels::best_cpu_isa());
+                 Row r = time_at(w == "float16" ? *model16 : model, batch, position, o.seconds_per_row, kv, w,
+                                 prompt);
+                 r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
+                 r.model = name;
+                 r.pattern = kernels::to_string(config.pattern);
+                 r.parameters = model->parameter_count();
+                 r.kv_cache = kv;
+                 r.weights = w;
+                 if (first_rate == 0)
+                   first_rate = r.tokens_per_s;
+                 else r.vs_first = r.tokens_per_s / first_rate;
               char ratio[32] = "";
               if (r.vs_first > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_first);
-              std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s  %s\n", r.model.c_str(),
-                          r.pattern.c_str(), static_cast<long long>(r.parameters), w.c_str(), kv.c_str(),
-                          static_cast<long long>(r.batch), static_cast<long long>(r.position), r.tokens_per_s,
-                          r.steps_per_s, ratio, r.cpu_path.c_str());
+              std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s  %-8s  %s\n",
+                          r.model.c_str(), r.pattern.c_str(), static_cast<long long>(r.parameters), w.c_str(),
+                          kv.c_str(), static_cast<long long>(r.batch), static_cast<long long>(r.position),
+                          r.tokens_per_s, r.steps_per_s, ratio, r.cpu_path.c_str(), r.mode.c_str());
               std::fflush(stdout);
               rows.push_back(r);
+               }
              }
             }
           }
@@ -170,10 +192,18 @@ void run(const SampleBenchOptions& o) {
   if (o.json_path.empty()) return;
   nlohmann::json records = nlohmann::json::array();
   for (const Row& r : rows) {
-    nlohmann::json record = {{"model", r.model},         {"pattern", r.pattern},         {"position", r.position},
-                             {"tokens_per_s", r.tokens_per_s}, {"steps_per_s", r.steps_per_s}, {"batch", r.batch},
-                             {"parameters", r.parameters}, {"threads", threads},         {"kv_cache", r.kv_cache},
-                             {"weights", r.weights}, {"cpu_path", r.cpu_path}};
+    nlohmann::json record = {{"model", r.model},
+                             {"pattern", r.pattern},
+                             {"position", r.position},
+                             {"tokens_per_s", r.tokens_per_s},
+                             {"steps_per_s", r.steps_per_s},
+                             {"batch", r.batch},
+                             {"parameters", r.parameters},
+                             {"threads", threads},
+                             {"kv_cache", r.kv_cache},
+                             {"weights", r.weights},
+                             {"cpu_path", r.cpu_path},
+                             {"mode", r.mode}};
     if (r.vs_first > 0) record["vs_first"] = r.vs_first;
     records.push_back(record);
   }
@@ -228,6 +258,10 @@ void register_sample_command(CLI::App& parent) {
                   "1000, 16000 and 60000 at 65,536); those past a model's context are skipped")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_flag(
+      "--prompt", o->prompt,
+      "Also time reading a prompt from each position, as `stx sample --prompt` does: 64 positions a call "
+      "for all the samples at once (mode \"prompt\"; tokens/s counts every sample, steps/s positions)");
   cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
   cmd->callback([o] { run(*o); });
 }

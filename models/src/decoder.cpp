@@ -362,6 +362,8 @@ void IncrementalDecoder::skip_to_for_timing(int64_t position) {
                             std::to_string(position_) + " with capacity " + std::to_string(capacity_));
   }
   share_common_prefix();
+  // Every sample gets the same zeros: samples that were identical stay so, and a common prefix may follow.
+  const bool identical = common_prefix_ == position_;
   // Zero bytes are 0.0 in both cache types.
   const int64_t heads = config_.heads, rb = row_bytes();
   for (Layer& layer : layers_) {
@@ -380,6 +382,7 @@ void IncrementalDecoder::skip_to_for_timing(int64_t position) {
     }
   }
   position_ = position;
+  if (identical) common_prefix_ = shared_until_ = position;
 }
 
 void IncrementalDecoder::set_probe(int layer, int head) {

@@ -332,6 +332,13 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
         const at::Tensor again = decoded_logits(shared, bytes, prompt);
         EXPECT_TRUE(
             at::equal(again.narrow(1, prompt, length - prompt), want.narrow(1, prompt, length - prompt)));
+        // stx-bench times a prompt late in the context: a skip keeps identical samples identical.
+        IncrementalDecoder timing(model, batch, 0, cache);
+        timing.skip_to_for_timing(30);
+        timing.step_common_prefix(inputs.data(), 3);
+        EXPECT_EQ(timing.position(), 33);
+        shared.skip_to_for_timing(50);  // after the samples' own steps they differ, skip or not
+        EXPECT_THROW(shared.step_common_prefix(inputs.data(), 1), std::logic_error);
       }
     }
   }

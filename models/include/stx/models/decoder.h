@@ -71,7 +71,8 @@ class IncrementalDecoder {
 
   // Jumps forward to `position` (position() <= position < capacity) without computing the positions in
   // between: their cached keys and values are set to zero. Only for measuring the cost of a step at a late
-  // position (a step costs the same whatever the cache holds); samples from there are meaningless.
+  // position (a step costs the same whatever the cache holds); samples from there are meaningless. Samples
+  // still identical (only common prefixes so far) stay so: a common prefix may follow.
   void skip_to_for_timing(int64_t position);
 
   // Records, at every later step, what head `head` of block `layer` attended for each sample; -1 turns it
