@@ -75,6 +75,8 @@ std::vector<int64_t> positions_for(int64_t context) {
 // Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context).
 // Positions of a prompt read per call, as the sampler reads them.
 constexpr int64_t kPromptChunk = 64;
+// A row needs a warm-up and 8 timed steps (or prompt calls) before the end of the context.
+constexpr int64_t kTimedPositions = 9;
 
 Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
             const std::string& kv_cache, const std::string& weights, bool prompt) {
@@ -86,7 +88,9 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
   }
   decoder.skip_to_for_timing(position);
   // A prompt: chunks of positions every sample shares (steps_per_s counts positions); else single steps.
-  const int64_t per_call = prompt ? kPromptChunk : 1;
+  // Near the end of the context, smaller chunks: a warm-up and 8 timed calls must fit.
+  const int64_t per_call =
+      prompt ? std::clamp<int64_t>((capacity - position) / kTimedPositions, 1, kPromptChunk) : 1;
   std::vector<int32_t> inputs(static_cast<size_t>(std::max(batch, per_call)), 65);
   std::vector<float> logits(static_cast<size_t>(batch * 256));
   auto call = [&] {
@@ -143,11 +147,12 @@ void run(const SampleBenchOptions& o) {
       }
       std::vector<int64_t> positions = o.positions.empty() ? positions_for(config.context) : o.positions;
       positions.erase(std::remove_if(positions.begin(), positions.end(),
-                                     [&](int64_t p) { return p >= config.context; }),
+                                     [&](int64_t p) { return p + kTimedPositions > config.context; }),
                       positions.end());
       if (positions.empty()) {
-        throw std::invalid_argument("--position: every position given is past " + name + "'s context of " +
-                                    std::to_string(config.context));
+        throw std::invalid_argument("--position: every position given is past, or within " +
+                                    std::to_string(kTimedPositions) + " positions of the end of, " + name +
+                                    "'s context of " + std::to_string(config.context));
       }
       for (int64_t batch : o.batches) {
         for (int64_t position : positions) {
@@ -255,7 +260,8 @@ void register_sample_command(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--position", o->positions,
                   "Positions to time (comma list; default: early, middle and late in each model's context, "
-                  "1000, 16000 and 60000 at 65,536); those past a model's context are skipped")
+                  "1000, 16000 and 60000 at 65,536); those past, or within 9 positions of the end of, a "
+                  "model's context are skipped")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_flag(
