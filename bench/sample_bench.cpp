@@ -72,11 +72,13 @@ std::vector<int64_t> positions_for(int64_t context) {
   return p;
 }
 
-// Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context).
 // Positions of a prompt read per call, as the sampler reads them.
 constexpr int64_t kPromptChunk = 64;
 // A row needs a warm-up and 8 timed steps (or prompt calls) before the end of the context.
 constexpr int64_t kTimedPositions = 9;
+
+// Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context), or with
+// `prompt`, reads a prompt every sample shares from there, as many positions a call as the sampler does.
 
 Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
             const std::string& kv_cache, const std::string& weights, bool prompt) {
@@ -118,6 +120,16 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
   return r;
 }
 
+void print_row(const Row& r) {
+  char ratio[32] = "";
+  if (r.vs_first > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_first);
+  std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s  %-8s  %s\n", r.model.c_str(),
+              r.pattern.c_str(), static_cast<long long>(r.parameters), r.weights.c_str(), r.kv_cache.c_str(),
+              static_cast<long long>(r.batch), static_cast<long long>(r.position), r.tokens_per_s,
+              r.steps_per_s, ratio, r.cpu_path.c_str(), r.mode.c_str());
+  std::fflush(stdout);
+}
+
 void run(const SampleBenchOptions& o) {
   const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
@@ -128,6 +140,7 @@ void run(const SampleBenchOptions& o) {
               "params", "weights", "kv", "batch", "position", "tokens/s", "steps/s", "vs first", "cpu",
               "mode");
   std::vector<Row> rows;
+  const std::vector<bool> prompt_modes = o.prompt ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const std::string& name : o.models) {
     for (bool dense : {false, true}) {
       if (dense && (!o.dense || name == "audio-long")) continue;  // audio's dense row already shows that curve
@@ -159,35 +172,30 @@ void run(const SampleBenchOptions& o) {
           double first_rate = 0;
           for (const std::string& w : o.weights) {
             for (const std::string& kv : o.kv_caches) {
-             for (const std::string& path : o.cpu_paths) {
-               for (const bool prompt : {false, true}) {
-                 if (prompt && !o.prompt) continue;
-                 // The kernels' instruction set for this row only; "auto" is what the processor's best would be.
-                 kernels::force_cpu_isa(path == "avx512"     ? kernels::CpuIsa::avx512
-                                        : path == "avx2"     ? kernels::CpuIsa::avx2
-                                        : path == "portable" ? kernels::CpuIsa::portable
-                                                             : kernels::best_cpu_isa());
-                 Row r = time_at(w == "float16" ? *model16 : model, batch, position, o.seconds_per_row, kv, w,
-                                 prompt);
-                 r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
-                 r.model = name;
-                 r.pattern = kernels::to_string(config.pattern);
-                 r.parameters = model->parameter_count();
-                 r.kv_cache = kv;
-                 r.weights = w;
-                 if (first_rate == 0)
-                   first_rate = r.tokens_per_s;
-                 else r.vs_first = r.tokens_per_s / first_rate;
-              char ratio[32] = "";
-              if (r.vs_first > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_first);
-              std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s  %-8s  %s\n",
-                          r.model.c_str(), r.pattern.c_str(), static_cast<long long>(r.parameters), w.c_str(),
-                          kv.c_str(), static_cast<long long>(r.batch), static_cast<long long>(r.position),
-                          r.tokens_per_s, r.steps_per_s, ratio, r.cpu_path.c_str(), r.mode.c_str());
-              std::fflush(stdout);
-              rows.push_back(r);
-               }
-             }
+              for (const std::string& path : o.cpu_paths) {
+                for (const bool prompt : prompt_modes) {
+                  // The kernels' instruction set for this row only; "auto" is the processor's best.
+                  kernels::force_cpu_isa(path == "avx512"     ? kernels::CpuIsa::avx512
+                                         : path == "avx2"     ? kernels::CpuIsa::avx2
+                                         : path == "portable" ? kernels::CpuIsa::portable
+                                                              : kernels::best_cpu_isa());
+                  Row r = time_at(w == "float16" ? *model16 : model, batch, position, o.seconds_per_row, kv,
+                                  w, prompt);
+                  r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
+                  r.model = name;
+                  r.pattern = kernels::to_string(config.pattern);
+                  r.parameters = model->parameter_count();
+                  r.kv_cache = kv;
+                  r.weights = w;
+                  if (first_rate == 0) {
+                    first_rate = r.tokens_per_s;
+                  } else {
+                    r.vs_first = r.tokens_per_s / first_rate;
+                  }
+                  print_row(r);
+                  rows.push_back(r);
+                }
+              }
             }
           }
         }

@@ -72,7 +72,7 @@ void ProgressPrinter::draw(const stx::engine::TrainProgress& p) {
 
 void ProgressPrinter::draw(const stx::engine::SampleProgress& p) {
   const double fraction = p.length > 0 ? static_cast<double>(p.position) / static_cast<double>(p.length) : 0;
-  const char* what = p.position < prompt_bytes_ ? "prompt" : "byte";  // a prompt is read a step a byte too
+  const char* what = p.position < prompt_bytes_ ? "prompt" : "byte";  // reading a prompt shows progress too
   char line[256];
   if (tty_) {
     const std::string bar = progress_bar(fraction);

@@ -143,11 +143,11 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
 
   const Clock::time_point start = Clock::now();
   Clock::time_point last_event = start;
-  // When the first byte is drawn: reading a long prompt (a clip to continue) takes a step per byte, and its
-  // time would otherwise make the generation rate look slower than it is.
+  // When the first byte is drawn: reading a long prompt (a clip to continue) takes seconds, and its time
+  // would otherwise make the generation rate look slower than it is.
   Clock::time_point generation_start = start;
-  // The first step also pays for the threads' start and the caches' first pages (tens of ms): the ETA and
-  // the prompt's rate come from the steps after it, so the first report is not an hour's ETA.
+  // The first call also pays for the threads' start and the caches' first pages (tens of ms): the prompt's
+  // rate, and the ETA without a prompt, come from the calls after it, so the first ETA is not an hour.
   Clock::time_point after_first_step = start;
   int64_t position = 0, done = 0;  // done: positions stepped through, prompt included
   int64_t first_done = 0;          // done after the first call to the decoder (a step, or a prompt's chunk)
@@ -168,7 +168,7 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
     }
     const double elapsed = seconds_since(start);
     // While the prompt is read, the prompt bytes read per second; after, the bytes drawn per second since
-    // the first was drawn. Both count every sample, and both are steps of the same decoder.
+    // the first was drawn. Both count every sample.
     const bool reading_prompt = done <= prompt && prompt > 0;
     const double since_first = seconds_since(after_first_step);
     const double counted = reading_prompt
