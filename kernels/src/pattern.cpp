@@ -89,38 +89,50 @@ int64_t attended_count(const HeadPattern& p, int64_t i) {
   return a1 + a2 - own_summary;
 }
 
-void attended_ranges(const HeadPattern& p, int64_t i, std::vector<KeyRange>& out) {
+void attended_runs(const HeadPattern& p, int64_t i, std::vector<KeyRun>& out) {
   out.clear();
   if (i < 0) return;
   const bool want_a1 = p.subset != Subset::a2;
   const bool want_a2 = p.subset != Subset::a1;
   if (p.pattern == Pattern::dense) {
-    out.push_back({0, i});
+    out.push_back({0, i + 1, 1});
     return;
   }
   const int64_t l = p.stride;
   if (p.pattern == Pattern::strided) {
     const int64_t band_first = std::max<int64_t>(0, i - l);
     if (want_a2) {
-      // Columns i - m*l strictly before the band (the band already holds i and i - l).
-      for (int64_t j = mod(i, l); j <= i; j += l) {
-        if (want_a1 && j >= band_first) break;
-        out.push_back({j, j});
-      }
+      // Columns i - m*l, strictly before the band when there is one (the band already holds i and i - l).
+      const int64_t first = mod(i, l);
+      const int64_t last = want_a1 ? band_first - 1 : i;
+      if (first <= last) out.push_back({first, (last - first) / l + 1, l});
     }
-    if (want_a1) out.push_back({band_first, i});
+    if (want_a1) out.push_back({band_first, i - band_first + 1, 1});
     return;
   }
   // fixed: summary cells of earlier blocks, then the own block (which holds its own summary cells).
   const int64_t own_first = (i / l) * l;
   const int64_t lo = summary_lo(p), hi = summary_hi(p);
   if (want_a2) {
-    for (int64_t b = 0; b < own_first; b += l) out.push_back({b + lo, b + hi - 1});
+    for (int64_t b = 0; b < own_first; b += l) out.push_back({b + lo, hi - lo, 1});
   }
   if (want_a1) {
-    out.push_back({own_first, i});
+    out.push_back({own_first, i - own_first + 1, 1});
   } else if (want_a2 && own_first + lo <= i) {
-    out.push_back({own_first + lo, std::min(i, own_first + hi - 1)});
+    out.push_back({own_first + lo, std::min(i, own_first + hi - 1) - (own_first + lo) + 1, 1});
+  }
+}
+
+void attended_ranges(const HeadPattern& p, int64_t i, std::vector<KeyRange>& out) {
+  thread_local std::vector<KeyRun> runs;  // the layout builders call this once per row
+  attended_runs(p, i, runs);
+  out.clear();
+  for (const KeyRun& r : runs) {
+    if (r.step == 1) {
+      out.push_back({r.first, r.first + r.count - 1});
+    } else {
+      for (int64_t t = 0; t < r.count; ++t) out.push_back({r.first + t * r.step, r.first + t * r.step});
+    }
   }
 }
 

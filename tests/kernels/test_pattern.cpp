@@ -41,6 +41,13 @@ std::vector<int64_t> expand(const std::vector<KeyRange>& ranges) {
   return out;
 }
 
+std::vector<int64_t> expand(const std::vector<KeyRun>& runs) {
+  std::vector<int64_t> out;
+  for (const KeyRun& r : runs)
+    for (int64_t t = 0; t < r.count; ++t) out.push_back(r.first + t * r.step);
+  return out;
+}
+
 // attended_set, attended_ranges and attended_count describe exactly {j : attends(p, i, j)}.
 void expect_consistent_row(const HeadPattern& p, int64_t i) {
   SCOPED_TRACE(describe(p) + " i=" + std::to_string(i));
@@ -54,6 +61,17 @@ void expect_consistent_row(const HeadPattern& p, int64_t i) {
     EXPECT_LE(ranges[r].first, ranges[r].last);
     if (r > 0) {
       EXPECT_LT(ranges[r - 1].last, ranges[r].first) << "ranges must be disjoint and ascending";
+    }
+  }
+  std::vector<KeyRun> runs;
+  attended_runs(p, i, runs);
+  EXPECT_EQ(expand(runs), truth);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    EXPECT_GE(runs[r].count, 1);
+    EXPECT_GE(runs[r].step, 1);
+    if (r > 0) {
+      const KeyRun& before = runs[r - 1];
+      EXPECT_LT(before.first + (before.count - 1) * before.step, runs[r].first) << "runs must be ascending";
     }
   }
 }
@@ -88,6 +106,17 @@ TEST(Pattern, StridedWorkedExample) {
   std::vector<KeyRange> ranges;
   attended_ranges(p, 28, ranges);
   EXPECT_EQ(expand(ranges), merged);
+  // The columns before the band are one run of step l, whatever their number: a decode step far into a
+  // long context walks them without a range per key.
+  std::vector<KeyRun> runs;
+  attended_runs(p, 28, runs);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].first, 3);
+  EXPECT_EQ(runs[0].count, 4);
+  EXPECT_EQ(runs[0].step, 5);
+  EXPECT_EQ(runs[1].first, 23);
+  EXPECT_EQ(runs[1].count, 6);
+  EXPECT_EQ(runs[1].step, 1);
 }
 
 TEST(Pattern, FixedWorkedExample) {

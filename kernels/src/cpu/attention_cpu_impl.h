@@ -582,6 +582,13 @@ inline float dots_to_scores(vfloat* dots, float c, float* scores, int64_t n) {
   return largest;
 }
 
+// Keys j and j + step of one column of a column-ordered cache (DecodeParams::cache_columns = step) lie in
+// consecutive rows: key_stride and value_stride elements apart. step 0: no such layout.
+struct ColumnRows {
+  int64_t step = 0;
+  int64_t key_stride = 0, value_stride = 0;
+};
+
 // One (sample, head) of a decode step whose head row is NV whole vectors (head_dim 48 or 64 with AVX2,
 // up to 128 with AVX-512), the usual case: q and the running output stay in registers for the whole of
 // A(i), and each key's two cache rows are located once, as the key is gathered. The general path below
@@ -589,8 +596,9 @@ inline float dots_to_scores(vfloat* dots, float c, float* scores, int64_t n) {
 // store-to-load chain through the output bounded it at about 100 cycles a key; here a key costs its
 // loads and FMAs (docs/benchmarks.md, "Decode kernel with the output in registers").
 template <class C, int NV, class Locate>
-void decode_row_in_registers(const float* q, float c, const std::vector<KeyRange>& ranges, const Locate locate,
-                             bool prefetch, int64_t row_bytes, float* out, float* lse) {
+void decode_row_in_registers(const float* q, float c, const std::vector<KeyRun>& runs, const Locate locate,
+                             const ColumnRows run_rows, bool prefetch, int64_t row_bytes, float* out,
+                             float* lse) {
   constexpr int64_t kChunk = 64;
   vfloat qv[NV], acc[NV];
 #pragma GCC unroll 16
@@ -669,8 +677,25 @@ void decode_row_in_registers(const float* q, float c, const std::vector<KeyRange
     const auto last = reinterpret_cast<uintptr_t>(row) + static_cast<uintptr_t>(row_bytes) - 1;
     for (uintptr_t line = first; line <= last; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 2);
   };
-  for (const KeyRange& range : ranges) {
-    for (int64_t j = range.first; j <= range.last; ++j) {
+  for (const KeyRun& run : runs) {
+    const C* key;
+    const C* value;
+    if (run.step > 1 && run.step == run_rows.step &&
+        locate(run.first + (run.count - 1) * run.step, key, value)) {
+      // Every key of the run lies in the cache, in one column: consecutive rows, so no key is located.
+      locate(run.first, key, value);
+      for (int64_t t = 0; t < run.count; ++t, key += run_rows.key_stride, value += run_rows.value_stride) {
+        keys[count] = key;
+        values[count] = value;
+        if (prefetch) {
+          prefetch_row(key);
+          prefetch_row(value);
+        }
+        if (++count == kChunk) flush();
+      }
+      continue;
+    }
+    for (int64_t t = 0, j = run.first; t < run.count; ++t, j += run.step) {
       // The window's rows (the band before i) are one contiguous run that stays near the core between
       // steps; the cache's are read once per l steps, from L3 or memory: only those are worth asking for.
       const bool from_cache = locate(j, keys[count], values[count]);
@@ -710,7 +735,7 @@ void decode_cache(const DecodeParams& p) {
   };
 #pragma omp parallel if (work > 1 && work * attended_count(p.patterns[0], i) * D > (1 << 16) && !omp_in_parallel())
   {
-    std::vector<KeyRange> ranges;
+    std::vector<KeyRun> runs;
     std::vector<float> acc(static_cast<size_t>(round_up(D, W)));
     // A half row whose length is not whole vectors is widened here first, so that its ragged end goes
     // through exactly the float path's arithmetic (the scalar tail would otherwise round differently).
@@ -749,7 +774,7 @@ void decode_cache(const DecodeParams& p) {
       auto value_at = [&](int64_t j) {
         return vw && j > i - columns ? vw + slot_of(j) * p.v_window_stride.seq : vc + row_of(j) * p.v_stride.seq;
       };
-      attended_ranges(p.patterns[h], i, ranges);
+      attended_runs(p.patterns[h], i, runs);
       if (D % W == 0 && D / W <= kMaxRegisterVectors) {
         // Everything by value: through references, each key reloaded every field (its row pointers are
         // stored to memory the compiler could not tell apart from them).
@@ -771,17 +796,22 @@ void decode_cache(const DecodeParams& p) {
             return true;
           }
         };
+        const ColumnRows column_rows{columns, ks, vs};
         float* out = static_cast<float*>(p.out) + b * p.out_stride.batch + h * p.out_stride.head;
         float* lse = p.lse ? p.lse + bh : nullptr;
+        auto decode_row = [&](auto vectors) {
+          decode_row_in_registers<C, decltype(vectors)::value>(q, c, runs, locate, column_rows, prefetch,
+                                                               row_bytes, out, lse);
+        };
         switch (D / W) {
-          case 1: decode_row_in_registers<C, 1>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
-          case 2: decode_row_in_registers<C, 2>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
-          case 3: decode_row_in_registers<C, 3>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
-          case 4: decode_row_in_registers<C, 4>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
-          case 5: decode_row_in_registers<C, 5>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
-          case 6: decode_row_in_registers<C, 6>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
-          case 7: decode_row_in_registers<C, 7>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
-          default: decode_row_in_registers<C, 8>(q, c, ranges, locate, prefetch, row_bytes, out, lse); break;
+          case 1: decode_row(std::integral_constant<int, 1>{}); break;
+          case 2: decode_row(std::integral_constant<int, 2>{}); break;
+          case 3: decode_row(std::integral_constant<int, 3>{}); break;
+          case 4: decode_row(std::integral_constant<int, 4>{}); break;
+          case 5: decode_row(std::integral_constant<int, 5>{}); break;
+          case 6: decode_row(std::integral_constant<int, 6>{}); break;
+          case 7: decode_row(std::integral_constant<int, 7>{}); break;
+          default: decode_row(std::integral_constant<int, 8>{}); break;
         }
         continue;
       }
@@ -843,8 +873,8 @@ void decode_cache(const DecodeParams& p) {
           m = m_new;
         count = 0;
       };
-      for (const KeyRange& range : ranges) {
-        for (int64_t j = range.first; j <= range.last; ++j) {
+      for (const KeyRun& run : runs) {
+        for (int64_t t = 0, j = run.first; t < run.count; ++t, j += run.step) {
           if (prefetch) {
             prefetch_row(key_at(j));
             prefetch_row(value_at(j));

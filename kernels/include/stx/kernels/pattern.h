@@ -72,6 +72,16 @@ struct KeyRange {
 };
 void attended_ranges(const HeadPattern& p, int64_t i, std::vector<KeyRange>& out);
 
+// The same set again as ascending runs of evenly spaced keys: first, first + step, ... (count keys). The
+// strided pattern's columns before the band are one run of step l, where attended_ranges gives one range
+// per key: a decode step far into a long context walks them without a loop per key.
+struct KeyRun {
+  int64_t first;
+  int64_t count;
+  int64_t step;
+};
+void attended_runs(const HeadPattern& p, int64_t i, std::vector<KeyRun>& out);
+
 // The per-head patterns of one layer.
 //   pattern, l, c: as above; heads: number of heads; layer: the layer index (interleaved uses A^(layer mod 2)).
 std::vector<HeadPattern> layer_patterns(Pattern pattern, int64_t l, int64_t c, int heads, Combination mode,
