@@ -270,8 +270,7 @@ void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
   const int cores = omp_get_max_threads();
   if (threads <= 1 && cores > 1 && !omp_in_parallel()) {
     // Too few samples to split by samples: the threads share every kernel of the step in one region.
-    if (static_cast<int>(normed_by_part_.size()) < cores) normed_by_part_.resize(static_cast<size_t>(cores));
-    for (std::vector<float>& normed : normed_by_part_) normed.resize(normed_.size());
+    prepare_shared_step(cores);
     std::exception_ptr error;
 #pragma omp parallel num_threads(cores)
     step_shared(input_tokens, logits, batch_, omp_get_thread_num(), omp_get_num_threads(), error);
@@ -296,6 +295,14 @@ void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
   if (probe_layer_ >= 0) probe_position_ = position_;
   probe_of_prefix_ = false;
   ++position_;
+}
+
+void IncrementalDecoder::prepare_shared_step(int threads) {
+  const auto parts = static_cast<size_t>(threads);
+  if (normed_by_part_.size() < parts) normed_by_part_.resize(parts);
+  for (std::vector<float>& normed : normed_by_part_) normed.resize(normed_.size());
+  if (rows_ahead_by_part_.size() < parts) rows_ahead_by_part_.resize(parts);
+  barrier_arrivals_.store(0, std::memory_order_relaxed);
 }
 
 void IncrementalDecoder::step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1) {

@@ -38,8 +38,7 @@ void IncrementalDecoder::step_common_prefix(const int32_t* input_tokens, int64_t
     ff_hidden_.resize(rows * config_.d_ff);
   }
   const int cores = omp_get_max_threads();
-  if (static_cast<int>(normed_by_part_.size()) < cores) normed_by_part_.resize(static_cast<size_t>(cores));
-  for (std::vector<float>& normed : normed_by_part_) normed.resize(normed_.size());
+  prepare_shared_step(cores);
   std::exception_ptr error;
   prefix_rows_ = count;
   // Always the shared step: row r attends to the rows before it, which the other threads write.

@@ -41,6 +41,29 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
   const auto [f0, f1] = kernels::small_linear_columns(ff, part, parts);
   const int64_t pairs = rows * heads;
   const int64_t pair0 = pairs * part / parts, pair1 = pairs * (part + 1) / parts;
+  // Where the threads meet, one that arrives early asks for the rows the next step will read from memory
+  // (the strided columns, each read once per l steps), until everyone is in. Late in a long context those
+  // reads are about a fifth of a step; asked for here, in time that was spent waiting, they come from L3
+  // instead (docs/benchmarks.md, "The next step's columns asked for at the barriers").
+  RowsAhead& ahead = rows_ahead_by_part_[static_cast<size_t>(part)];
+  run([&] { collect_rows_ahead(pair0, pair1, ahead); });
+  int64_t barriers = 0;
+  auto meet = [&] {
+    const int64_t everyone = parts * ++barriers;
+    barrier_arrivals_.fetch_add(1, std::memory_order_acq_rel);
+    while (ahead.run < ahead.lines.size() && barrier_arrivals_.load(std::memory_order_acquire) < everyone) {
+      for (int k = 0; k < 8 && ahead.run < ahead.lines.size(); ++k) {  // a few lines between looks
+        const auto [first, end] = ahead.lines[ahead.run];
+        __builtin_prefetch(reinterpret_cast<const void*>(first + ahead.offset), 0, 2);
+        ahead.offset += 64;
+        if (first + ahead.offset >= end) {
+          ++ahead.run;
+          ahead.offset = 0;
+        }
+      }
+    }
+#pragma omp barrier
+  };
 #pragma omp single
   run([&] { embed(input_tokens, 0, rows); });  // a barrier at its end: h is whole
   for (size_t index = 0; index < layers_.size(); ++index) {
@@ -50,22 +73,22 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
       detail::layer_norm(h_.data(), normed, rows, d, layer.norm_attention.gamma, layer.norm_attention.beta);
       detail::linear(normed, rows, layer.qkv, qkv_.data(), part, parts);
     });
-#pragma omp barrier
+    meet();
     if (prefix_rows_ > 0) {  // rows are positions: each attends to the keys of the rows before it
       run([&] { append_prefix_rows(layer, pair0, pair1); });
-#pragma omp barrier
+      meet();
       run([&] { attend_prefix(layer, static_cast<int>(index), pair0, pair1); });
     } else {
       run([&] { attention(layer, static_cast<int>(index), pair0, pair1); });
     }
-#pragma omp barrier
+    meet();
     run([&] {
       detail::linear(attended_.data(), rows, layer.attention_out, a_.data(), part, parts);
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t i = r * d + c0; i < r * d + c1; ++i) b_[i] = h_[i] + a_[i];
       }
     });
-#pragma omp barrier
+    meet();
     run([&] {
       detail::layer_norm(b_.data(), normed, rows, d, layer.norm_ff.gamma, layer.norm_ff.beta);
       detail::linear(normed, rows, layer.ff_in, ff_hidden_.data(), part, parts);
@@ -76,20 +99,44 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
         kernels::gelu_forward(g);
       }
     });
-#pragma omp barrier
+    meet();
     run([&] {
       detail::linear(ff_hidden_.data(), rows, layer.ff_out, b_.data(), part, parts);
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t i = r * d + c0; i < r * d + c1; ++i) h_[i] += a_[i] + b_[i];
       }
     });
-#pragma omp barrier
+    meet();
   }
   if (logits == nullptr) return;  // a common prefix: nothing is drawn from it
   run([&] {
     detail::layer_norm(h_.data(), normed, rows, d, final_norm_.gamma, final_norm_.beta);
     detail::linear(normed, rows, output_, logits, part, parts);
   });
+}
+
+void IncrementalDecoder::collect_rows_ahead(int64_t pair0, int64_t pair1, RowsAhead& ahead) const {
+  ahead.lines.clear();
+  ahead.run = 0;
+  ahead.offset = 0;
+  const int64_t next = position_ + 1, heads = config_.heads, rb = row_bytes();
+  if (prefix_rows_ > 0 || next >= capacity_) return;
+  for (const Layer& layer : layers_) {
+    const int64_t l = layer.cache_columns;
+    if (l == 0) continue;  // keys in natural order: no column runs
+    for (int64_t pair = pair0; pair < pair1; ++pair) {
+      kernels::attended_runs(layer.patterns[static_cast<size_t>(pair % heads)], next, ahead.scratch);
+      for (const kernels::KeyRun& r : ahead.scratch) {
+        // Runs of one column, wholly in the cache: the last l keys are read from the window instead.
+        if (r.step != l || r.first + (r.count - 1) * l > next - l) continue;
+        const int64_t at = (pair * layer.cache_rows + kernels::cache_row(r.first, l, capacity_)) * rb;
+        for (const unsigned char* cache : {layer.k_cache.get(), layer.v_cache.get()}) {
+          const auto first = reinterpret_cast<uintptr_t>(cache + at);
+          ahead.lines.push_back({first & ~uintptr_t{63}, first + static_cast<uintptr_t>(r.count * rb)});
+        }
+      }
+    }
+  }
 }
 
 }  // namespace stx::models

@@ -16,9 +16,11 @@
 // is the weights read once for the whole batch, plus |A(i)| keys per head, whatever i is.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "stx/kernels/attention.h"
@@ -139,6 +141,18 @@ class IncrementalDecoder {
   // lands in `error`; the others then skip their work but still meet every barrier.
   void step_shared(const int32_t* input_tokens, float* logits, int64_t rows, int part, int parts,
                    std::exception_ptr& error);
+  // Sizes step_shared's per-thread buffers for `threads` threads and resets its barrier count.
+  void prepare_shared_step(int threads);
+  // The cache rows that the next step of pairs [pair0, pair1) will read from memory: the strided columns
+  // before the band, one contiguous run per (layer, pair) for keys and one for values. A thread of
+  // step_shared asks for them while it waits at a barrier (decoder_shared_step.cpp).
+  struct RowsAhead {
+    std::vector<std::pair<uintptr_t, uintptr_t>> lines;  // [first, end): 64-byte aligned first line, end byte
+    size_t run = 0;  // the next line to ask for: lines[run].first + offset
+    uintptr_t offset = 0;
+    std::vector<kernels::KeyRun> scratch;
+  };
+  void collect_rows_ahead(int64_t pair0, int64_t pair1, RowsAhead& ahead) const;
   void embed(const int32_t* input_tokens, int64_t b0, int64_t b1);
   // Appends this position's keys and values of the (sample, head) pairs [first, last) (pair b * heads + h)
   // to the caches, then attends for them.
@@ -173,6 +187,9 @@ class IncrementalDecoder {
   // step_shared's normalised rows, one whole copy per thread: each thread normalises every row itself,
   // which costs less than a barrier.
   std::vector<std::vector<float>> normed_by_part_;
+  std::vector<RowsAhead> rows_ahead_by_part_;
+  // step_shared's arrivals at its barriers this step, all threads together.
+  std::atomic<int64_t> barrier_arrivals_{0};
   int probe_layer_ = -1, probe_head_ = 0;
   int64_t probe_position_ = -1;
   std::vector<float> probe_q_, probe_lse_;  // [batch, head_dim], [batch, heads]
