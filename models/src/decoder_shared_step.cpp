@@ -45,10 +45,20 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
   // (the strided columns, each read once per l steps), until everyone is in. Late in a long context those
   // reads are about a fifth of a step; asked for here, in time that was spent waiting, they come from L3
   // instead (docs/benchmarks.md, "The next step's columns asked for at the barriers").
+  // Only once the caches written so far outgrow what a last-level cache keeps: before that the columns are
+  // near anyway, and counting arrivals costs every barrier a cache line passed between the cores (image-small,
+  // whose caches are a few MB, stepped 7-9% slower with it).
+  const int64_t cache_bytes =
+      position_ * rows * heads * static_cast<int64_t>(layers_.size()) * 2 * row_bytes();
+  const bool ask_ahead = prefix_rows_ == 0 && cache_bytes > kRowsAheadFrom;
   RowsAhead& ahead = rows_ahead_by_part_[static_cast<size_t>(part)];
-  run([&] { collect_rows_ahead(pair0, pair1, ahead); });
+  if (ask_ahead) run([&] { collect_rows_ahead(pair0, pair1, ahead); });
   int64_t barriers = 0;
   auto meet = [&] {
+    if (!ask_ahead) {
+#pragma omp barrier
+      return;
+    }
     const int64_t everyone = parts * ++barriers;
     barrier_arrivals_.fetch_add(1, std::memory_order_acq_rel);
     while (ahead.run < ahead.lines.size() && barrier_arrivals_.load(std::memory_order_acquire) < everyone) {

@@ -165,6 +165,8 @@ class IncrementalDecoder {
   static Linear snapshot(const torch::nn::Linear& linear, bool half_when_exact);
   static Norm snapshot(const torch::nn::LayerNorm& norm);
 
+  // Bytes of keys and values written before step_shared asks for the next step's columns at its barriers.
+  static constexpr int64_t kRowsAheadFrom = int64_t{8} << 20;
   // Samples per thread before a step is split by samples: two of small_linear's 4-row tiles.
   static constexpr int64_t kRowsPerThread = 8;
 
