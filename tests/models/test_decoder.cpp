@@ -268,6 +268,45 @@ TEST(IncrementalDecoder, AStepSharedByThreadsGivesTheBitsOfOneThread) {
   omp_set_num_threads(threads_before);
 }
 
+// Far into a long context (once the caches outgrow 8 MB) the threads of a shared step ask, while they wait
+// at its barriers, for the strided columns the next step will read. Nothing computed may change and no
+// thread may be left waiting: every thread count gives the same bits, in both cache types, for one sample
+// and for a few.
+TEST(IncrementalDecoder, LateStepsThatAskForTheNextColumnsGiveTheBitsOfOneThread) {
+  const int threads_before = at::get_num_threads();
+  ModelConfig config = small_config(Pattern::strided);
+  config.context = 20000;  // 1,152 bytes of float keys and values per position and sample: 22 MB at 19,000
+  SparseTransformer model = random_model(config);
+  for (const stx::kernels::DType cache : {stx::kernels::DType::f32, stx::kernels::DType::f16}) {
+    for (const int64_t batch : {int64_t{1}, int64_t{3}}) {
+      std::vector<std::vector<float>> logits;
+      for (const int threads : {1, 2, 3}) {
+        SCOPED_TRACE(std::string(stx::kernels::to_string(cache)) + ", batch " + std::to_string(batch) + ", " +
+                     std::to_string(threads) + " threads");
+        at::set_num_threads(threads);
+        omp_set_num_threads(threads);
+        IncrementalDecoder decoder(model, batch, 0, cache);
+        decoder.skip_to_for_timing(19000);
+        std::vector<float> all;
+        std::vector<float> step_logits(static_cast<size_t>(batch * 256));
+        std::vector<int32_t> tokens(static_cast<size_t>(batch));
+        for (int64_t s = 0; s < 6; ++s) {
+          for (int64_t b = 0; b < batch; ++b)
+            tokens[static_cast<size_t>(b)] = static_cast<int32_t>((s * 37 + b * 11) % 256);
+          decoder.step(tokens.data(), step_logits.data());
+          all.insert(all.end(), step_logits.begin(), step_logits.end());
+        }
+        EXPECT_EQ(decoder.position(), 19006);
+        for (const float x : all) ASSERT_TRUE(std::isfinite(x));
+        logits.push_back(all);
+        EXPECT_EQ(logits.back(), logits.front());
+      }
+    }
+  }
+  at::set_num_threads(threads_before);
+  omp_set_num_threads(threads_before);
+}
+
 // A prompt shared by every sample is read by sample 0 alone, in chunks of positions taken as the rows of
 // each product, and its keys and values copied (every 2 positions of this capacity of 70, and before the
 // samples' own steps): each sample then continues exactly as if it had stepped through the prompt itself,
