@@ -45,9 +45,9 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
   // (the strided columns, each read once per l steps), until everyone is in. Late in a long context those
   // reads are about a fifth of a step; asked for here, in time that was spent waiting, they come from L3
   // instead (docs/benchmarks.md, "The next step's columns asked for at the barriers").
-  // Only once the caches written so far outgrow what a last-level cache keeps: before that the columns are
-  // near anyway, and counting arrivals costs every barrier a cache line passed between the cores (image-small,
-  // whose caches are a few MB, stepped 7-9% slower with it).
+  // Only once the keys and values written pass kRowsAheadFrom (8 MB): below that they stay in the last-level
+  // cache anyway, and counting arrivals costs every barrier a cache line passed between the cores
+  // (image-small, whose caches are a few MB, stepped 7-9% slower with it).
   const int64_t cache_bytes =
       position_ * rows * heads * static_cast<int64_t>(layers_.size()) * 2 * row_bytes();
   const bool ask_ahead = prefix_rows_ == 0 && cache_bytes > kRowsAheadFrom;
