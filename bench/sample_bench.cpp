@@ -79,7 +79,6 @@ constexpr int64_t kTimedPositions = 9;
 
 // Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context), or with
 // `prompt`, reads a prompt every sample shares from there, as many positions a call as the sampler does.
-
 Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
             const std::string& kv_cache, const std::string& weights, bool prompt) {
   const int64_t capacity = model->config().context;

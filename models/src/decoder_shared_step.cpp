@@ -130,7 +130,7 @@ void IncrementalDecoder::collect_rows_ahead(int64_t pair0, int64_t pair1, RowsAh
   ahead.run = 0;
   ahead.offset = 0;
   const int64_t next = position_ + 1, heads = config_.heads, rb = row_bytes();
-  if (prefix_rows_ > 0 || next >= capacity_) return;
+  if (next >= capacity_) return;  // no next step
   for (const Layer& layer : layers_) {
     const int64_t l = layer.cache_columns;
     if (l == 0) continue;  // keys in natural order: no column runs
