@@ -41,6 +41,10 @@ struct SampleBenchOptions {
   // Also time reading a prompt from each position: what `stx sample --prompt` does before drawing.
   bool prompt = false;
   std::vector<int64_t> positions;  // empty: positions_for() the model's context
+  // Rounds > 1: every row's seconds split into that many rounds, each of which times every position and
+  // setting of a batch in turn. A machine that slows down for a while then slows both sides of a ratio, and
+  // rows report medians over the rounds.
+  int rounds = 1;
   std::string json_path;
 };
 
@@ -50,6 +54,8 @@ struct Row {
   int64_t batch = 0, position = 0, parameters = 0;
   double tokens_per_s = 0, steps_per_s = 0;
   double vs_first = 0;  // tokens/s against the first row timed at this position; 0 for that row itself
+  double vs_first_position = 0;  // tokens/s against this setting's first position; 0 at that position
+  std::vector<double> tokens_per_s_by_round;  // what the median above was taken over
 };
 
 // The small preset of each data kind, audio at the 65,536 context (5.5 s of 12 kHz audio) with the
@@ -119,13 +125,20 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
   return r;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 void print_row(const Row& r) {
-  char ratio[32] = "";
+  char ratio[32] = "", by_position[32] = "";
   if (r.vs_first > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_first);
-  std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s  %-8s  %s\n", r.model.c_str(),
-              r.pattern.c_str(), static_cast<long long>(r.parameters), r.weights.c_str(), r.kv_cache.c_str(),
-              static_cast<long long>(r.batch), static_cast<long long>(r.position), r.tokens_per_s,
-              r.steps_per_s, ratio, r.cpu_path.c_str(), r.mode.c_str());
+  if (r.vs_first_position > 0) std::snprintf(by_position, sizeof by_position, "%.2fx", r.vs_first_position);
+  std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s  %-8s  %-6s  %s\n",
+              r.model.c_str(), r.pattern.c_str(), static_cast<long long>(r.parameters), r.weights.c_str(),
+              r.kv_cache.c_str(), static_cast<long long>(r.batch), static_cast<long long>(r.position),
+              r.tokens_per_s, r.steps_per_s, ratio, r.cpu_path.c_str(), r.mode.c_str(), by_position);
   std::fflush(stdout);
 }
 
@@ -135,9 +148,10 @@ void run(const SampleBenchOptions& o) {
   omp_set_num_threads(threads);
   std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
               "tokens/s counts every sample of the batch\n", threads);
-  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %8s  %10s  %9s  %8s  %-8s  %s\n", "model", "pattern",
+  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %8s  %10s  %9s  %8s  %-8s  %-6s  %s\n", "model", "pattern",
               "params", "weights", "kv", "batch", "position", "tokens/s", "steps/s", "vs first", "cpu",
-              "mode");
+              "mode", "vs first position");
+  std::fflush(stdout);  // before the rounds' progress on stderr
   std::vector<Row> rows;
   const std::vector<bool> prompt_modes = o.prompt ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const std::string& name : o.models) {
@@ -166,37 +180,65 @@ void run(const SampleBenchOptions& o) {
                                     std::to_string(kTimedPositions) + " positions of the end of, " + name +
                                     "'s context of " + std::to_string(config.context));
       }
+      // The settings timed at each position, side by side: weights, KV cache, instruction set, step or prompt.
+      struct Setting {
+        std::string weights, kv_cache, cpu_path;
+        bool prompt = false;
+      };
+      std::vector<Setting> settings;
+      for (const std::string& w : o.weights) {
+        for (const std::string& kv : o.kv_caches) {
+          for (const std::string& path : o.cpu_paths) {
+            for (const bool prompt : prompt_modes) settings.push_back({w, kv, path, prompt});
+          }
+        }
+      }
       for (int64_t batch : o.batches) {
-        for (int64_t position : positions) {
-          double first_rate = 0;
-          for (const std::string& w : o.weights) {
-            for (const std::string& kv : o.kv_caches) {
-              for (const std::string& path : o.cpu_paths) {
-                for (const bool prompt : prompt_modes) {
-                  // The kernels' instruction set for this row only; "auto" is the processor's best.
-                  kernels::force_cpu_isa(path == "avx512"     ? kernels::CpuIsa::avx512
-                                         : path == "avx2"     ? kernels::CpuIsa::avx2
-                                         : path == "portable" ? kernels::CpuIsa::portable
-                                                              : kernels::best_cpu_isa());
-                  Row r = time_at(w == "float16" ? *model16 : model, batch, position, o.seconds_per_row, kv,
-                                  w, prompt);
-                  r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
-                  r.model = name;
-                  r.pattern = kernels::to_string(config.pattern);
-                  r.parameters = model->parameter_count();
-                  r.kv_cache = kv;
-                  r.weights = w;
-                  if (first_rate == 0) {
-                    first_rate = r.tokens_per_s;
-                  } else {
-                    r.vs_first = r.tokens_per_s / first_rate;
-                  }
-                  print_row(r);
-                  rows.push_back(r);
-                }
+        // timed[s][p]: setting s at position p, one row per round so far.
+        std::vector<std::vector<std::vector<Row>>> timed(settings.size(),
+                                                         std::vector<std::vector<Row>>(positions.size()));
+        for (int round = 0; round < o.rounds; ++round) {
+          for (size_t p = 0; p < positions.size(); ++p) {
+            for (size_t s = 0; s < settings.size(); ++s) {
+              const Setting& set = settings[s];
+              // The kernels' instruction set for this row only; "auto" is the processor's best.
+              kernels::force_cpu_isa(set.cpu_path == "avx512"     ? kernels::CpuIsa::avx512
+                                     : set.cpu_path == "avx2"     ? kernels::CpuIsa::avx2
+                                     : set.cpu_path == "portable" ? kernels::CpuIsa::portable
+                                                                  : kernels::best_cpu_isa());
+              Row r = time_at(set.weights == "float16" ? *model16 : model, batch, positions[p],
+                              o.seconds_per_row / o.rounds, set.kv_cache, set.weights, set.prompt);
+              r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
+              r.model = name;
+              r.pattern = kernels::to_string(config.pattern);
+              r.parameters = model->parameter_count();
+              r.kv_cache = set.kv_cache;
+              r.weights = set.weights;
+              timed[s][p].push_back(r);
+            }
+            if (round + 1 < o.rounds) continue;
+            // The last round at this position: its rows, each the median over the rounds, and its ratios
+            // the medians of the ratios within each round.
+            for (size_t s = 0; s < settings.size(); ++s) {
+              const std::vector<Row>& runs = timed[s][p];
+              Row r = runs.front();
+              std::vector<double> tokens, steps, vs_first, vs_first_position;
+              for (size_t k = 0; k < runs.size(); ++k) {
+                tokens.push_back(runs[k].tokens_per_s);
+                steps.push_back(runs[k].steps_per_s);
+                vs_first.push_back(runs[k].tokens_per_s / timed[0][p][k].tokens_per_s);
+                vs_first_position.push_back(runs[k].tokens_per_s / timed[s][0][k].tokens_per_s);
               }
+              r.tokens_per_s_by_round = tokens;
+              r.tokens_per_s = median(tokens);
+              r.steps_per_s = median(steps);
+              r.vs_first = s > 0 ? median(vs_first) : 0;
+              r.vs_first_position = p > 0 ? median(vs_first_position) : 0;
+              print_row(r);
+              rows.push_back(r);
             }
           }
+          if (o.rounds > 1) std::fprintf(stderr, "round %d of %d done\n", round + 1, o.rounds);
         }
       }
     }
@@ -215,8 +257,10 @@ void run(const SampleBenchOptions& o) {
                              {"kv_cache", r.kv_cache},
                              {"weights", r.weights},
                              {"cpu_path", r.cpu_path},
-                             {"mode", r.mode}};
+                             {"mode", r.mode},
+                             {"tokens_per_s_by_round", r.tokens_per_s_by_round}};
     if (r.vs_first > 0) record["vs_first"] = r.vs_first;
+    if (r.vs_first_position > 0) record["vs_first_position"] = r.vs_first_position;
     records.push_back(record);
   }
   engine::write_file_atomic(o.json_path, records.dump(2) + "\n");
@@ -243,7 +287,7 @@ void register_sample_command(CLI::App& parent) {
   cmd->add_option("--audio-stride", o->audio_stride, "Stride l of the audio model (0: the preset's 128)")
       ->check(CLI::Range(int64_t{0}, int64_t{65536}))
       ->capture_default_str();
-  cmd->add_option("--seconds", o->seconds_per_row, "Time spent decoding per row")
+  cmd->add_option("--seconds", o->seconds_per_row, "Time spent decoding per row, over all its rounds")
       ->check(CLI::Range(0.01, 600.0))
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads (0: every core)")->check(CLI::Range(0, 1024))->capture_default_str();
@@ -275,6 +319,12 @@ void register_sample_command(CLI::App& parent) {
       "--prompt", o->prompt,
       "Also time reading a prompt from each position, as `stx sample --prompt` does: 64 positions a call "
       "for all the samples at once (mode \"prompt\"; tokens/s counts every sample, steps/s positions)");
+  cmd->add_option("--rounds", o->rounds,
+                  "Split each row's seconds into this many rounds, each timing every position and setting in "
+                  "turn; rows give the medians over the rounds, so a machine that slows for a while slows "
+                  "both sides of a ratio")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
   cmd->callback([o] { run(*o); });
 }
