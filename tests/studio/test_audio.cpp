@@ -359,16 +359,29 @@ class AudioTabTest : public QObject {
     bar.appendBytes(0, clip.substr(0, 1200));
     QVERIFY(bar.playButton()->isEnabled());
     bar.playButton()->click();
-    QVERIFY(player.isPlaying());
+    // No pace known yet (nothing generated, or a prompt being read): it waits for one instead of guessing,
+    // says so, and can be stopped.
+    QVERIFY(bar.buffering());
+    QVERIFY(!player.isPlaying());
     QVERIFY(bar.stopButton()->isEnabled());
-    // It plays what has arrived and waits at its end while more may come.
-    QVERIFY(wait_until([&] { return player.position() >= 1200 - 1; }, 5000));
-    QTest::qWait(100);
-    QVERIFY(player.isPlaying());
-    QVERIFY(player.position() <= 1200);
-    QVERIFY(view.playhead() >= 0);
+    QVERIFY2(bar.note()->text().contains("pace"), qPrintable(bar.note()->text()));
+    bar.resize(900, bar.sizeHint().height());
+    QDir().mkpath(STX_SCREENSHOT_DIR "/audio");
+    QVERIFY(bar.grab().save(STX_SCREENSHOT_DIR "/audio/playback_waiting_for_pace.png"));
+    bar.setGenerationRate(0, 2400);
+    QVERIFY(bar.buffering() && !player.isPlaying());
+    // Generating at 100x real time: the lead is all it needs, and the clip is shorter than that, so it
+    // waits for the whole of it.
+    bar.setGenerationRate(1200000, 2400);
+    QVERIFY(bar.buffering() && !player.isPlaying());
+    QVERIFY2(bar.note()->text().contains("100"), qPrintable(bar.note()->text()));
     view.appendBytes(0, 1200, clip.substr(1200));
     bar.appendBytes(0, clip.substr(1200));
+    // It starts from the cursor as soon as all of it is there, while generation still runs.
+    QVERIFY(player.isPlaying());
+    QVERIFY(!bar.buffering());
+    QVERIFY(bar.note()->text().isEmpty());
+    QVERIFY(wait_until([&] { return view.playhead() >= 0; }, 5000));
     bar.setGenerating(false);
     // Then it goes on and stops at the end of what exists.
     QVERIFY(wait_until([&] { return !player.isPlaying(); }, 5000));

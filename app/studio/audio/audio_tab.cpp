@@ -241,6 +241,7 @@ void AudioTab::connectWorker() {
           });
   connect(worker, &EngineWorker::sampleStarted, this, [this](const stx::engine::SampleStarted& started) {
     lastSeed_ = started.seed;
+    promptBytes_ = started.prompt_bytes;
     sampling_->showSeedUsed(started.seed);
     context()->log(StudioContext::Level::info,
                    tr("generating %n audio sample(s) of %1 s, seed %2", "", static_cast<int>(started.count))
@@ -255,8 +256,11 @@ void AudioTab::connectWorker() {
     tokensPerSecond_ = p.tokens_per_second;
     progress_->update(p.position, p.length, p.tokens_per_second, tr("tok"), p.eta_seconds);
     context()->setStatus(this, modelName(), device_, p.tokens_per_second);
-    // Each sample grows at its share of the rate: what playing one while it grows must keep behind.
-    playback_->setGenerationRate(p.tokens_per_second / std::max(1, waveform_->laneCount()), p.length);
+    // Each sample grows at its share of the rate: what playing one while it grows must keep behind. While
+    // the prompt is read the rate is the prompt's, many positions a call, and says nothing of generating's.
+    const bool readingPrompt = p.position <= promptBytes_;
+    playback_->setGenerationRate(
+        readingPrompt ? 0.0 : p.tokens_per_second / std::max(1, waveform_->laneCount()), p.length);
   });
   connect(worker, &EngineWorker::attentionProbe, this, [this](const stx::engine::AttentionProbe& probe) {
     if (liveProbes_.size() >= kLiveProbesKept) liveProbes_.erase(liveProbes_.begin());

@@ -116,6 +116,7 @@ class AudioTab : public StudioTab {
   std::optional<stx::engine::ModelSummary> summary_;
   QString device_;
   double tokensPerSecond_ = -1;
+  int64_t promptBytes_ = 0;  // of the run in progress (SampleStarted::prompt_bytes)
 
   // The run being shown, and how it was made (for exports).
   bool generating_ = false;

@@ -83,7 +83,7 @@ void PlaybackBar::play() {
   const qint64 cursor = view_->cursor();
   bufferFrom_ = cursor >= 0 ? cursor : 0;
   atLeast_ = 0;
-  if (generating_ && rate_ > 0 && total_ > 0) {
+  if (generating_) {
     buffering_ = true;
     startWhenBuffered();
   } else {
@@ -103,7 +103,7 @@ void PlaybackBar::bufferAgainIfCaughtUp() {
   // Caught up with a sample that is still growing: pause and buffer again rather than stutter. It resumes
   // from what was heard (stopping drops what the device still held), and only once more has arrived than
   // had then: the rate it was started on proved too hopeful.
-  if (!generating_ || rate_ <= 0 || !player_->waitingForBytes()) return;
+  if (!generating_ || !player_->waitingForBytes()) return;
   const qint64 arrived = player_->frames();
   player_->stop();
   buffering_ = true;
@@ -114,6 +114,12 @@ void PlaybackBar::bufferAgainIfCaughtUp() {
 
 void PlaybackBar::startWhenBuffered() {
   const auto have = static_cast<qint64>(view_->laneBytes(lane_).size());
+  if (generating_ && (rate_ <= 0 || total_ <= 0)) {
+    // Started on a guess, playback would catch up with generation and stop again.
+    note_->setText(tr("Buffering: playback starts once generation's pace is known"));
+    refresh();
+    return;
+  }
   const qint64 needed = std::min(total_, std::max(frames_needed_to_play(bufferFrom_, total_, rate_), atLeast_));
   if (!generating_ || have >= needed) {
     startPlaying(bufferFrom_);
@@ -149,8 +155,10 @@ void PlaybackBar::setGenerating(bool generating) {
 }
 
 void PlaybackBar::setGenerationRate(double framesPerSecond, qint64 totalFrames) {
-  rate_ = framesPerSecond;
+  const bool firstRate = rate_ <= 0 && framesPerSecond > 0;
+  rate_ = std::max(0.0, framesPerSecond);
   total_ = totalFrames;
+  if (buffering_ && firstRate) startWhenBuffered();  // was waiting for a rate
 }
 
 void PlaybackBar::appendBytes(int lane, const std::string& bytes) {

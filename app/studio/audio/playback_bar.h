@@ -36,7 +36,8 @@ class PlaybackBar : public QWidget {
   void stop();
   // While true, playback waits at the end of what has arrived instead of ending there.
   void setGenerating(bool generating);
-  // How fast each sample grows (frames a second) and how long it will be: without them, Play starts at once.
+  // How fast each sample grows (frames a second) and how long it will be. A rate of 0 is unknown (nothing
+  // generated yet, or a prompt being read, whose pace says nothing of generating's): Play then waits for one.
   void setGenerationRate(double framesPerSecond, qint64 totalFrames);
   // Play was pressed and waits for enough of the sample to play it through.
   bool buffering() const { return buffering_; }
@@ -71,7 +72,7 @@ class PlaybackBar : public QWidget {
   bool buffering_ = false;
   qint64 bufferFrom_ = 0;
   qint64 atLeast_ = 0;  // frames to wait for besides what the rate asks, after playback caught up
-  double rate_ = 0;  // frames a second per sample, while generating
+  double rate_ = 0;     // frames a second per sample, while generating; 0 while unknown
   qint64 total_ = 0;
 };
 
