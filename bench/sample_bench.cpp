@@ -151,7 +151,7 @@ void run(const SampleBenchOptions& o) {
   std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %8s  %10s  %9s  %8s  %-8s  %-6s  %s\n", "model", "pattern",
               "params", "weights", "kv", "batch", "position", "tokens/s", "steps/s", "vs first", "cpu",
               "mode", "vs first position");
-  std::fflush(stdout);  // before the rounds' progress on stderr
+  std::fflush(stdout);
   std::vector<Row> rows;
   const std::vector<bool> prompt_modes = o.prompt ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const std::string& name : o.models) {
@@ -238,7 +238,6 @@ void run(const SampleBenchOptions& o) {
               rows.push_back(r);
             }
           }
-          if (o.rounds > 1) std::fprintf(stderr, "round %d of %d done\n", round + 1, o.rounds);
         }
       }
     }
