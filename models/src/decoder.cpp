@@ -303,6 +303,7 @@ void IncrementalDecoder::prepare_shared_step(int threads) {
   for (std::vector<float>& normed : normed_by_part_) normed.resize(normed_.size());
   if (rows_ahead_by_part_.size() < parts) rows_ahead_by_part_.resize(parts);
   barrier_arrivals_.store(0, std::memory_order_relaxed);
+  barrier_sleepers_.store(0, std::memory_order_relaxed);
 }
 
 void IncrementalDecoder::step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1) {

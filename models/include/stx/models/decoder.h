@@ -190,8 +190,8 @@ class IncrementalDecoder {
   // which costs less than a barrier.
   std::vector<std::vector<float>> normed_by_part_;
   std::vector<RowsAhead> rows_ahead_by_part_;
-  // step_shared's arrivals at its barriers this step, all threads together.
-  std::atomic<int64_t> barrier_arrivals_{0};
+  // step_shared's barriers: arrivals this step, all threads together, and threads asleep waiting for one.
+  std::atomic<int32_t> barrier_arrivals_{0}, barrier_sleepers_{0};
   int probe_layer_ = -1, probe_head_ = 0;
   int64_t probe_position_ = -1;
   std::vector<float> probe_q_, probe_lse_;  // [batch, head_dim], [batch, heads]
