@@ -31,6 +31,23 @@ CLI::Validator finite_between(double lo, double hi) {
       "NUMBER in " + range);
 }
 
+CLI::Validator whole_between(int64_t lo, int64_t hi) {
+  const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        const std::string reason = "must be a whole number from " + range + ", got '" + text + "'";
+        const size_t digits = text.rfind('-', 0) == 0 ? 1 : 0;  // an optional minus sign
+        if (text.size() == digits || text.find_first_not_of("0123456789", digits) != std::string::npos) {
+          return reason;
+        }
+        errno = 0;
+        const long long x = std::strtoll(text.c_str(), nullptr, 10);
+        if (errno == ERANGE || x < lo || x > hi) return reason;
+        return {};
+      },
+      "INT in " + range);
+}
+
 CLI::Validator unsigned_64() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -67,7 +67,7 @@ CLI::App* add_sample_command(CLI::App& app, SampleCommandOptions& o) {
   add_common(*image, o, "the PNG to write");
   image->add_option("--prompt", o.prompt, "an image to complete (any size: converted like the training images)");
   image->add_option("--keep-rows", o.keep_rows, "rows of --prompt kept; the rest is generated")
-      ->check(CLI::Range(int64_t{0}, int64_t{65535}));
+      ->check(whole_between(0, 65535));
   image->callback([&o] { o.kind = "image"; });
   CLI::App* audio = sample->add_subcommand("audio", "Generate or continue 12 kHz audio (WAV)");
   add_common(*audio, o, "the WAV to write");

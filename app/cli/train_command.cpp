@@ -189,37 +189,42 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
                       "fine-tune: start a new run from this model's architecture, weights and recipe (the options given "
                       "here change the recipe)");
   command->add_option("--steps", o.steps, "total optimiser steps [default: recipe's, 1000]")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+      ->check(whole_between(1, 100000000));
   command->add_option("--batch", o.batch, "sequences per step over all processes [default: recipe's, 8]")
-      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
-  command->add_option("--accumulation", o.accumulation, "split each step's batch into this many micro-batches")
-      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+      ->check(whole_between(1, 65536));
+  command
+      ->add_option("--accumulation", o.accumulation, "split each step's batch into this many micro-batches")
+      ->check(whole_between(1, 65536));
   command->add_option("--lr", o.lr, "peak learning rate [default: 3e-4]")
       ->check(finite_between(1e-9, 1.0));
-  command->add_option("--warmup-steps", o.warmup_steps, "steps of linear learning-rate warm-up [default: recipe's, 100]")
-      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  command
+      ->add_option("--warmup-steps", o.warmup_steps,
+                   "steps of linear learning-rate warm-up [default: recipe's, 100]")
+      ->check(whole_between(0, 100000000));
   command->add_option("--min-lr-ratio", o.min_lr_ratio,
                       "where the cosine decay ends, as a fraction of the peak learning rate [default: recipe's, 0.1]")
       ->check(finite_between(0.0, 1.0));
   command->add_option("--context", o.context, "training sequence length (text and audio models)")
-      ->check(CLI::Range(int64_t{1}, int64_t{4194304}));
+      ->check(whole_between(1, 4194304));
   command->add_option("--precision", o.precision,
                       "activations of a new run or fine-tune: fp32, bf16 (the linear layers in bf16: on a CPU with "
                       "AVX512-BF16 steps take 1.2-1.6x less time; elsewhere the CPU trains in fp32) or fp16 (CUDA only) "
                       "[default: the model's, fp32 for the presets]")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
-  command->add_option("--eval-every", o.eval_every, "validate every K steps [default: 100; 0 = at checkpoints only]")
-      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  command
+      ->add_option("--eval-every", o.eval_every,
+                   "validate every K steps [default: 100; 0 = at checkpoints only]")
+      ->check(whole_between(0, 100000000));
   command->add_option("--eval-windows", o.eval_windows, "validation windows per pass [default: 32; 0 = all]")
-      ->check(CLI::Range(int64_t{0}, int64_t{1000000000}));
+      ->check(whole_between(0, 1000000000));
   command->add_option("--checkpoint-every", o.checkpoint_every, "save every K steps [default: 500]")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+      ->check(whole_between(1, 100000000));
   command->add_option("--keep", o.keep, "checkpoints kept besides the best [default: 3]")
-      ->check(CLI::Range(1, 1000));
+      ->check(whole_between(1, 1000));
   command->add_option("--seed", o.seed, "seed of the weights, crops and dropout [default: 1]")
-      ->check(CLI::Range(int64_t{0}, int64_t{9007199254740991}));
+      ->check(whole_between(0, 9007199254740991));
   command->add_option("--nproc", o.nproc, "data-parallel processes on this machine (Gloo) [default: 1]")
-      ->check(CLI::Range(1, 64));
+      ->check(whole_between(1, 64));
   command->add_flag("--deterministic", o.deterministic,
                     "one thread, so a resumed run matches an uninterrupted one bit for bit");
   command->add_flag("--quiet", o.quiet, "print only warnings, errors and the result");

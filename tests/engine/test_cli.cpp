@@ -294,7 +294,8 @@ TEST(Cli, LayoutDrawsTheConnectivityMatrixAsAPng) {
 }
 
 // Values CLI11 would let through or misread: NaN against a range, a negative or oversized unsigned seed, an
-// empty path, a word that names no command. Each gets one line and exit status 2.
+// empty path, a word that names no command, a word or a fraction where a whole number is asked for (CLI11's
+// range said "Value abc not in range"). Each gets one line and exit status 2.
 TEST(Cli, OptionValuesCli11WouldLetThroughAreRefused) {
   stx::test::TempFolder tmp;
   const fs::path data = stx::test::make_text_corpus(tmp / "data");
@@ -305,11 +306,19 @@ TEST(Cli, OptionValuesCli11WouldLetThroughAreRefused) {
       {train + " --lr nan", "--lr: must be a number from 1e-09 to 1, got nan"},
       {train + " --lr 0", "--lr: must be a number from 1e-09 to 1, got 0"},
       {train + " --min-lr-ratio nan", "--min-lr-ratio: must be a number from 0 to 1"},
-      {"sample text --model text --prompt In --max-bytes 5 --out x.txt --seed -1", "--seed: must be a whole number"},
+      {"sample text --model text --prompt In --max-bytes 5 --out x.txt --seed -1",
+       "--seed: must be a whole number"},
       {"sample text --model text --prompt In --max-bytes 5 --out x.txt --seed 99999999999999999999999",
        "--seed: must be a whole number"},
-      {"sample text --model text --prompt-file '' --max-bytes 5 --out x.txt", "--prompt-file: the path names no file"},
-      {"sample image --model image --prompt p.png --keep-rows -1 --out x.png", "--keep-rows"},
+      {"sample text --model text --prompt-file '' --max-bytes 5 --out x.txt",
+       "--prompt-file: the path names no file"},
+      {"sample image --model image --prompt p.png --keep-rows -1 --out x.png",
+       "--keep-rows: must be a whole number from 0 to 65535, got '-1'"},
+      {"sample image --model image --prompt p.png --keep-rows 1.5 --out x.png",
+       "--keep-rows: must be a whole number from 0 to 65535, got '1.5'"},
+      {train + " --steps abc", "--steps: must be a whole number from 1 to 100000000, got 'abc'"},
+      {train + " --keep 0", "--keep: must be a whole number from 1 to 1000, got '0'"},
+      {train + " --seed 9007199254740992", "--seed: must be a whole number from 0 to 9007199254740991"},
       {"sample audio --model audio --seconds 0.00004 --out x.wav", "less than one sample"},
       {"bogus --help", "unknown command 'bogus'"},
   };
