@@ -28,8 +28,8 @@ namespace {
 // before each step, so barrier k of the step is passed once the count reaches parts * k (`everyone`). A
 // thread that has to wait calls while_waiting() between looks until it returns false, spins, and then
 // sleeps on a futex until the last to arrive wakes it, as libgomp's barrier does. It replaced an OpenMP
-// barrier that came after the count (the count is needed to know when to stop asking for rows): meeting
-// once instead of twice made steps faster (docs/benchmarks.md, "One barrier where the threads meet").
+// barrier that came after the count (the count is needed to know when to stop asking for rows): one meeting
+// instead of two, 20 times a step (docs/benchmarks.md, "One barrier where the threads meet").
 // Yielding the core instead of sleeping was faster beside one busy process but slowed tests with more
 // threads than cores three times over.
 template <class WhileWaiting>
