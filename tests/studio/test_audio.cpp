@@ -392,6 +392,24 @@ class AudioTabTest : public QObject {
     bar.playButton()->click();
     bar.stopButton()->click();
     QVERIFY(!player.isPlaying());
+
+    // A new run, no pace known yet: Stop ends the wait, and a run that ends while Play waits plays at once.
+    view.reset(1, {}, 2400);
+    bar.setGenerating(true);
+    view.appendBytes(0, 0, clip.substr(0, 1200));
+    bar.appendBytes(0, clip.substr(0, 1200));
+    bar.playButton()->click();
+    QVERIFY(bar.buffering() && !player.isPlaying());
+    bar.stopButton()->click();
+    QVERIFY(!bar.buffering() && !player.isPlaying());
+    QVERIFY(bar.note()->text().isEmpty());
+    bar.playButton()->click();
+    QVERIFY(bar.buffering());
+    bar.setGenerating(false);
+    QVERIFY(!bar.buffering());
+    QVERIFY(player.isPlaying());
+    QVERIFY(wait_until([&] { return !player.isPlaying(); }, 5000));
+    QCOMPARE(player.position(), qint64(1200));
   }
 
   void framesNeededToPlayKeepPlaybackBehindGeneration() {
