@@ -20,6 +20,7 @@
 #include "stx/models/decoder.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
+#include "timing.h"
 
 namespace stx::bench {
 namespace {
@@ -123,12 +124,6 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
   r.steps_per_s = static_cast<double>(steps) / elapsed;
   r.tokens_per_s = r.steps_per_s * static_cast<double>(batch);
   return r;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 void print_row(const Row& r) {
