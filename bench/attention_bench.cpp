@@ -2,7 +2,7 @@
 //
 // For each n, each pass (fwd, fwdbwd) and each pattern (strided, fixed; merged heads) it times the stx
 // CPU kernel, then times LibTorch dense causal attention once per (n, pass) on the same buffers, and
-// prints one row per (n, pattern, pass).
+// prints one row per (n, pattern, pass). --device cuda hands over to attention_cuda_bench.cpp.
 #include "attention_bench.h"
 
 #include <omp.h>
@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "attention_cuda_bench.h"
 #include "dense_baseline.h"
 #include "memory.h"
 #include "report.h"
@@ -55,6 +56,8 @@ struct AttentionOptions {
   int threads = 0;  // 0: the machine's cores
   std::string cpu_path;
   std::string json_path;
+  std::string device = "cpu";
+  std::string dtype;  // --device cuda only; empty: bf16
 };
 
 enum class Pass { fwd, fwdbwd };
@@ -401,13 +404,52 @@ void run_attention(const AttentionOptions& options) {
     std::cout << "\nwrote " << records.size() << " records to " << o.json_path << "\n";
 }
 
+// --device cuda: refuses the options that only the CPU sweep reads, and a machine or build without CUDA
+// (one line, exit status 2), then hands over to attention_cuda_bench.cpp.
+void run_attention_on_cuda(const AttentionOptions& options, const std::vector<const CLI::Option*>& cpu_only,
+                           bool dense_budget_given) {
+  for (const CLI::Option* option : cpu_only) {
+    if (option->count() > 0) throw CLI::ValidationError(option->get_name(), "applies to --device cpu only");
+  }
+  const std::string unavailable = cuda_unavailable_reason();
+  if (!unavailable.empty()) {
+    // CLI11 prints nothing for a RuntimeError; main() returns its exit code.
+    std::cerr << "stx-bench: --device cuda: " << unavailable << "; use --device cpu\n";
+    throw CLI::RuntimeError(2);
+  }
+  if (options.summary > options.stride) {
+    throw CLI::ValidationError("--summary",
+                               "must be at most --stride (c <= l), got c=" + std::to_string(options.summary) +
+                                   " l=" + std::to_string(options.stride));
+  }
+  CudaAttentionOptions c;
+  c.n = options.n;
+  std::sort(c.n.begin(), c.n.end());
+  c.n.erase(std::unique(c.n.begin(), c.n.end()), c.n.end());
+  c.patterns = options.patterns;
+  remove_repeats(c.patterns);
+  c.passes = options.passes;
+  remove_repeats(c.passes);
+  c.heads = options.heads;
+  c.head_dim = options.head_dim;
+  c.batch = options.batch;
+  c.stride = options.stride;
+  c.summary = options.summary;
+  c.block = options.block;
+  c.repeats = options.repeats;
+  c.dtype = options.dtype.empty() ? "bf16" : options.dtype;
+  if (dense_budget_given) c.dense_budget_gb = options.dense_budget_gb;
+  c.json_path = options.json_path;
+  run_attention_cuda(c);
+}
+
 }  // namespace
 
 void register_attention_command(CLI::App& parent) {
   auto o = std::make_shared<AttentionOptions>();
   CLI::App* cmd = parent.add_subcommand(
       "attention",
-      "Time the stx sparse attention kernels against LibTorch dense causal attention (CPU, fp32)");
+      "Time the stx sparse attention kernels against LibTorch dense causal attention (CPU fp32, or CUDA)");
   cmd->add_option("--n", o->n, "Sequence lengths; repeat the option or give a comma list")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
@@ -439,23 +481,39 @@ void register_attention_command(CLI::App& parent) {
   cmd->add_option("--repeats", o->repeats, "Timed calls after one warm-up; the median is reported")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--dense-budget-gb", o->dense_budget_gb,
-                  "Skip dense when its T x T temporaries (all heads) and mask would need more than this")
-      ->check(CLI::Range(0.0, 1e6))
+  const CLI::Option* dense_budget =
+      cmd->add_option("--dense-budget-gb", o->dense_budget_gb,
+                      "Skip dense when its T x T temporaries (all heads) and mask would need more than this; "
+                      "with --device cuda the masked baseline's, default 80% of the device's memory")
+          ->check(CLI::Range(0.0, 1e6))
+          ->capture_default_str();
+  std::vector<const CLI::Option*> cpu_only;
+  cpu_only.push_back(
+      cmd->add_option(
+             "--dense-time-limit", o->dense_time_limit_s,
+             "Seconds of timed dense calls per row; slow dense cases make fewer repeats (at least 1)")
+          ->check(CLI::Range(0.0, 1e6))
+          ->capture_default_str());
+  cpu_only.push_back(
+      cmd->add_option("--dense-backward", o->dense_backward,
+                      "Dense backward: explicit (matmul-based) or autograd (through the four ops)")
+          ->check(CLI::IsMember({"explicit", "autograd"}))
+          ->capture_default_str());
+  cpu_only.push_back(cmd->add_option("--threads", o->threads,
+                                     "Threads for LibTorch and OpenMP; default: the machine's cores")
+                         ->check(CLI::Range(1, 4096)));
+  cpu_only.push_back(cmd->add_option("--cpu-path", o->cpu_path,
+                                     "Force a CPU code path; default: the best the processor supports")
+                         ->check(CLI::IsMember({"portable", "avx2", "avx512"})));
+  cmd->add_option(
+         "--device", o->device,
+         "cpu: the stx CPU kernels (fp32); cuda: the torch op stx::sparse_attention on CUDA device 0 "
+         "against at::scaled_dot_product_attention and masked matmul attention")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  cmd->add_option("--dense-time-limit", o->dense_time_limit_s,
-                  "Seconds of timed dense calls per row; slow dense cases make fewer repeats (at least 1)")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  cmd->add_option("--dense-backward", o->dense_backward,
-                  "Dense backward: explicit (matmul-based) or autograd (through the four ops)")
-      ->check(CLI::IsMember({"explicit", "autograd"}))
-      ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Threads for LibTorch and OpenMP; default: the machine's cores")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--cpu-path", o->cpu_path,
-                  "Force a CPU code path; default: the best the processor supports")
-      ->check(CLI::IsMember({"portable", "avx2", "avx512"}));
+  const CLI::Option* dtype =
+      cmd->add_option("--dtype", o->dtype, "Input dtype with --device cuda: bf16 (default), fp16 or fp32")
+          ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
   cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to FILE (atomically)")
       ->type_name("FILE");
   cmd->footer(
@@ -463,8 +521,16 @@ void register_attention_command(CLI::App& parent) {
       "gflops = useful FLOPs / sparse time with fwd = 4*D*pairs*batch and fwdbwd = 12*D*pairs*batch\n"
       "(pairs = attended (i, j) pairs summed over heads); roofline = gflops / the sgemm GFLOP/s of at::mm\n"
       "on 2048^3 fp32; peak_mb = peak resident set of the process during the sparse run.\n"
-      "Dense is LibTorch causal attention on the same inputs, timed once per (n, pass).");
-  cmd->callback([o] { run_attention(*o); });
+      "Dense is LibTorch causal attention on the same inputs, timed once per (n, pass).\n"
+      "--device cuda prints its own columns: stx_ms, sdpa_ms and masked_ms per call, vs_* = baseline / stx.");
+  cmd->callback([o, cpu_only, dense_budget, dtype] {
+    if (o->device == "cuda") return run_attention_on_cuda(*o, cpu_only, dense_budget->count() > 0);
+    if (dtype->count() > 0 && o->dtype != "fp32") {
+      throw CLI::ValidationError("--dtype",
+                                 "the CPU kernels take fp32 only; " + o->dtype + " needs --device cuda");
+    }
+    run_attention(*o);
+  });
 }
 
 }  // namespace stx::bench

@@ -107,8 +107,10 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
         {"openmp_threads", info.openmp_threads},
     });
   }
-  const std::string text = rows.dump(2) + "\n";
+  write_text_atomically(path, rows.dump(2) + "\n");
+}
 
+void write_text_atomically(const std::string& path, const std::string& text) {
   // mkstemp in the target's folder, so that rename() replaces the file in one step.
   const std::string folder = folder_of(path);
   std::string temp = folder + "/.stx-bench-XXXXXX";

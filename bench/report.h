@@ -50,6 +50,9 @@ void print_table_row(std::ostream& os, const Record& r);
 // Throws std::runtime_error("cannot write FILE: reason") on failure.
 void write_json(const std::string& path, const RunInfo& info, const std::vector<Record>& records);
 
+// Writes `text` to `path` the same way; write_json and the CUDA bench's JSON go through it.
+void write_text_atomically(const std::string& path, const std::string& text);
+
 // Throws the same error early when `path`'s folder is missing or not writable, before minutes of work.
 void check_json_path(const std::string& path);
 
