@@ -1,9 +1,12 @@
 // The main window: it builds with its five tabs, menus and shortcuts; files dropped on it reach the right
-// tab; errors show in the window; settings survive a restart; the GUI stays responsive while a tab
-// generates; and every tab is rendered to PNG in the build folder for a person to look at.
+// tab; errors show in the window; settings survive a restart; Preferences > Device reaches every generation
+// and the status bar; the GUI stays responsive while a tab generates; and every tab is rendered to PNG in the
+// build folder for a person to look at.
 #include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
+#include <QComboBox>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -14,20 +17,24 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QUrl>
 #include <QtTest>
 
+#include "core/device_box.h"
 #include "core/engine_host.h"
 #include "core/model_library.h"
 #include "core/studio_tab.h"
 #include "image/image_canvas.h"
 #include "image/image_tab.h"
 #include "studio_test_support.h"
+#include "stx/engine/device.h"
 #include "window/error_banner.h"
 #include "window/main_window.h"
+#include "window/preferences_dialog.h"
 
 #ifndef STX_SCREENSHOT_DIR
 #define STX_SCREENSHOT_DIR "studio-screenshots"
@@ -74,6 +81,19 @@ void save_shot(QWidget* widget, const QString& name) {
   QDir().mkpath(STX_SCREENSHOT_DIR);
   const QString file = QDir(STX_SCREENSHOT_DIR).filePath(name + ".png");
   QVERIFY2(widget->grab().save(file), qPrintable("could not write " + file));
+}
+
+bool item_enabled(const QComboBox* box, int index) {
+  return box->model()->flags(box->model()->index(index, 0)).testFlag(Qt::ItemIsEnabled);
+}
+
+// Generate in `tab` (a generation tab with its model open), and wait until the job has ended.
+bool generate_and_wait(StudioTab* tab) {
+  QAbstractButton* generate = find_button(tab, "Generate");
+  if (!generate) return false;
+  generate->click();
+  fixture::wait_until([&] { return tab->busy(); }, 2000);
+  return fixture::wait_until([&] { return !tab->busy(); }, 60000);
 }
 
 }  // namespace
@@ -195,6 +215,101 @@ class WindowTest : public QObject {
     MainWindow again;
     QCOMPARE(again.tabs()->currentIndex(), 3);
     QCOMPARE(again.size(), QSize(1111, 777));
+  }
+
+  void preferencesOfferTheDevicesAndKeepTheChoice() {
+    QSettings().remove("preferences/device");
+    const bool cuda = stx::engine::cuda_available();
+    {
+      stx::studio::PreferencesDialog dialog;
+      dialog.show();
+      stx::studio::DeviceBox* box = dialog.deviceBox();
+      // given a fresh start: Automatic, CPU and CUDA GPU, Automatic chosen
+      QCOMPARE(box->count(), 3);
+      QCOMPARE(box->itemData(0).toString(), QStringLiteral("auto"));
+      QCOMPARE(box->itemData(1).toString(), QStringLiteral("cpu"));
+      QCOMPARE(box->itemData(2).toString(), QStringLiteral("cuda"));
+      QCOMPARE(box->device(), QStringLiteral("auto"));
+      // then CUDA GPU can be picked only with a CUDA device; without one, the dialog says why
+      QCOMPARE(item_enabled(box, 2), cuda);
+      QVERIFY(item_enabled(box, 1));
+      if (!cuda) {
+        QCOMPARE(box->itemText(0), QStringLiteral("Automatic (CPU: no CUDA device found)"));
+        QVERIFY2(box->itemData(2, Qt::ToolTipRole).toString().startsWith("CUDA GPU is off: "),
+                 qPrintable(box->itemData(2, Qt::ToolTipRole).toString()));
+        QVERIFY(dialog.deviceNote()->isVisible());
+        QCOMPARE(dialog.deviceNote()->text(), box->itemData(2, Qt::ToolTipRole).toString());
+      } else {
+        QVERIFY2(box->itemText(0).contains("CUDA"), qPrintable(box->itemText(0)));
+        QVERIFY(!dialog.deviceNote()->isVisible());
+      }
+      save_shot(&dialog, "preferences");
+      // when CPU is chosen and OK pressed, then it is saved and announced
+      QSignalSpy chosen(&dialog, &stx::studio::PreferencesDialog::deviceChosen);
+      box->setDevice("cpu");
+      dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->click();
+      QCOMPARE(chosen.count(), 1);
+      QCOMPARE(chosen.at(0).at(0).toString(), QStringLiteral("cpu"));
+    }
+    QCOMPARE(QSettings().value("preferences/device").toString(), QStringLiteral("cpu"));
+    stx::studio::PreferencesDialog again;
+    QCOMPARE(again.deviceBox()->device(), QStringLiteral("cpu"));
+    // Cancel keeps what was saved
+    again.deviceBox()->setDevice("auto");
+    again.reject();
+    QCOMPARE(stx::studio::PreferencesDialog::savedDevice(), QStringLiteral("cpu"));
+    QSettings().remove("preferences/device");
+  }
+
+  // The status bar says where the model runs, and every generation runs on the saved device.
+  void generationsRunOnTheChosenDevice() {
+    const bool cuda = stx::engine::cuda_available();
+    QSettings().setValue("preferences/device", "cpu");
+    MainWindow window;
+    window.resize(1280, 820);
+    window.show();
+    QCOMPARE(window.context()->device(), QStringLiteral("cpu"));
+    StudioTab* text = window.tab("text");
+    window.tabs()->setCurrentWidget(text);
+    text->useModel(models_.filePath("tiny-text"));
+    QVERIFY(wait_for_model(window, text, "tiny-text"));
+    // before a job: where the saved choice runs
+    QCOMPARE(window.statusDevice()->text(), QStringLiteral("CPU"));
+    // during and after one: where it ran (SampleStarted::device)
+    QVERIFY(generate_and_wait(text));
+    QVERIFY2(window.errorBanner()->message().isEmpty(), qPrintable(window.errorBanner()->message()));
+    QCOMPARE(window.statusDevice()->text(), QStringLiteral("CPU"));
+    save_shot(&window, "window-device-status");
+
+    // Edit > Preferences reaches the tabs: Automatic is the GPU where there is one.
+    auto* answer = new QTimer(&window);
+    connect(answer, &QTimer::timeout, [answer] {
+      if (auto* dialog = qobject_cast<stx::studio::PreferencesDialog*>(QApplication::activeModalWidget())) {
+        answer->stop();
+        dialog->deviceBox()->setDevice("auto");
+        dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->click();
+      }
+    });
+    answer->start(20);
+    window.showPreferences();
+    QCOMPARE(window.context()->device(), QStringLiteral("auto"));
+    QCOMPARE(window.statusDevice()->text(),
+             cuda ? QString::fromStdString(stx::engine::device_description("cuda")) : QStringLiteral("CPU"));
+
+    // A saved "cuda" (say, settings brought from a GPU machine) reaches the request: here it runs there, and
+    // without a GPU the generation is refused with a message that names the preference.
+    window.context()->setDevice("cuda");
+    QVERIFY(generate_and_wait(text));
+    if (cuda) {
+      QVERIFY2(window.statusDevice()->text().startsWith("CUDA"), qPrintable(window.statusDevice()->text()));
+    } else {
+      QCOMPARE(window.statusDevice()->text(), QStringLiteral("CUDA GPU (none found)"));
+      const QString message = window.errorBanner()->message();
+      QVERIFY2(message.contains("Edit > Preferences > Device") && message.contains("CUDA"),
+               qPrintable(message));
+    }
+    window.context()->setDevice("auto");
+    QSettings().remove("preferences/device");
   }
 
   void theGuiStaysResponsiveWhileATabGenerates() {

@@ -25,8 +25,10 @@
 #include <cmath>
 #include <memory>
 
+#include "core/device_box.h"
 #include "core/studio_context.h"
 #include "studio_test_support.h"
+#include "stx/engine/device.h"
 #include "stx/engine/export.h"
 #include "stx/engine/model_session.h"
 #include "stx/engine/mulaw.h"
@@ -116,6 +118,7 @@ class WizardTest : public QObject {
   void fineTuneEndToEnd();
   void presetEstimateCanBeCancelled();
   void baseModelBringsItsTrainingBatch();
+  void settingsOfferTheGpuOnlyWhenPresent();
   void imageRunShowsImageSamples();
   void cancelDuringRunKeepsCheckpoint();
   void resumeOfferResumesAndClosingKeepsCheckpoint();
@@ -400,6 +403,43 @@ void WizardTest::baseModelBringsItsTrainingBatch() {
   QCOMPARE(settings->batchSpin()->value(), 3);
   QVERIFY(wait_until([&] { return !settings->estimating(); }, 60000));
   QCOMPARE(wizard.trainOptions().batch, int64_t(3));
+}
+
+// The Settings page's device starts at Preferences > Device, fills TrainOptions::device, and offers the CUDA
+// GPU only on a machine that has one.
+void WizardTest::settingsOfferTheGpuOnlyWhenPresent() {
+  const bool cuda = stx::engine::cuda_available();
+  context_.setDevice(QStringLiteral("cpu"));
+  {
+    TrainWizard wizard(&context_);
+    driveToSettings(wizard, QStringLiteral("text"), data_, tinyModel_);
+    SettingsPage* settings = wizard.settingsPage();
+    DeviceBox* device = settings->deviceBox();
+    QCOMPARE(device->count(), 3);
+    QCOMPARE(device->device(), QStringLiteral("cpu"));
+    QCOMPARE(wizard.trainOptions().device, std::string("cpu"));
+    const auto enabled = [device](int index) {
+      return device->model()->flags(device->model()->index(index, 0)).testFlag(Qt::ItemIsEnabled);
+    };
+    QCOMPARE(enabled(device->findData(QStringLiteral("cuda"))), cuda);
+    QCOMPARE(settings->deviceNote()->isVisible(), !cuda);
+    if (!cuda) {
+      QVERIFY2(settings->deviceNote()->text().startsWith(QStringLiteral("CUDA GPU is off: ")),
+               qPrintable(settings->deviceNote()->text()));
+    }
+    device->setDevice(QStringLiteral("auto"));
+    QCOMPARE(wizard.trainOptions().device, std::string("auto"));
+    QVERIFY(wait_until([&] { return !settings->estimating(); }, 60000));
+    shoot(&wizard, QStringLiteral("settings-device.png"));
+  }
+  // A preference this machine cannot run does not carry over: the wizard starts at Automatic instead.
+  context_.setDevice(QStringLiteral("cuda"));
+  {
+    TrainWizard wizard(&context_);
+    QCOMPARE(wizard.field(QStringLiteral("device")).toString(),
+             cuda ? QStringLiteral("cuda") : QStringLiteral("auto"));
+  }
+  context_.setDevice(QStringLiteral("auto"));
 }
 
 void WizardTest::imageRunShowsImageSamples() {

@@ -24,6 +24,7 @@
 #include "audio/wav_export.h"
 #include "audio/waveform_view.h"
 #include "core/attention_inspector.h"
+#include "core/device_choice.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
@@ -76,6 +77,12 @@ AudioTab::AudioTab(StudioContext* context, QWidget* parent) : StudioTab(context,
   layout->addLayout(right, 1);
 
   connectWorker();
+  device_ = describe_device(context->device());
+  connect(context, &StudioContext::deviceChanged, this, [this](const QString& device) {
+    if (generating_) return;  // the running job says where it runs; the next one runs on the new device
+    device_ = describe_device(device);
+    activated();
+  });
   connect(progress_, &JobProgress::stopRequested, host_, &EngineHost::stop);
   connect(picker_, &ModelPicker::modelChosen, this, [this](const QString& path) {
     if (!path.isEmpty()) host_->openModel(path);
@@ -222,7 +229,7 @@ void AudioTab::connectWorker() {
     emit actionsChanged();
   });
   connect(worker, &EngineWorker::modelOpened, this,
-          [this](const stx::engine::ModelSummary& summary, const QString& device) {
+          [this](const stx::engine::ModelSummary& summary) {
             if (summary.kind != "audio") {
               summary_.reset();
               context()->showError(tr("%1: this is a %2 model; the Audio tab needs an audio model")
@@ -230,7 +237,6 @@ void AudioTab::connectWorker() {
                                             QString::fromStdString(summary.kind)));
             } else {
               summary_ = summary;
-              device_ = device;
               attentionHead_->setShape(static_cast<int>(summary.layers), static_cast<int>(summary.heads));
               picker_->showSummary(summary_line(summary));
               context()->setStatus(this, modelName(), device_, -1);
@@ -243,6 +249,8 @@ void AudioTab::connectWorker() {
     lastSeed_ = started.seed;
     promptBytes_ = started.prompt_bytes;
     sampling_->showSeedUsed(started.seed);
+    device_ = QString::fromStdString(started.device);
+    context()->setStatus(this, modelName(), device_, tokensPerSecond_);
     context()->log(StudioContext::Level::info,
                    tr("generating %n audio sample(s) of %1 s, seed %2", "", static_cast<int>(started.count))
                        .arg(seconds_text(started.length))
@@ -377,6 +385,7 @@ void AudioTab::generate() {
     request.probe_head = std::max(attentionHead_->head(), 0);  // live: one head; "all heads" shows the first
   }
   request.event_interval_seconds = 1.0 / 30;
+  request.device = context()->device().toStdString();
 
   runPrompt_ = prompt_->prompt();
   runPromptText_ = prompt_->promptText();

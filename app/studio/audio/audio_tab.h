@@ -114,7 +114,7 @@ class AudioTab : public StudioTab {
   QPushButton* export_;
 
   std::optional<stx::engine::ModelSummary> summary_;
-  QString device_;
+  QString device_;  // where the latest job ran, or where the next runs (Preferences > Device)
   double tokensPerSecond_ = -1;
   int64_t promptBytes_ = 0;  // of the run in progress (SampleStarted::prompt_bytes)
 

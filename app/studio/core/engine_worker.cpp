@@ -3,6 +3,7 @@
 #include <exception>
 #include <filesystem>
 
+#include "core/device_choice.h"
 #include "stx/engine/audio_io.h"
 #include "stx/engine/dataset.h"
 #include "stx/engine/threads.h"
@@ -67,13 +68,19 @@ void EngineWorker::openModel(const QString& path) {
     model_.reset();
     model_ = stx::engine::LoadedModel::open(path.toStdString());
     emit logLine(0, tr("opened %1").arg(path_text(model_->summary().folder)));
-    emit modelOpened(model_->summary(), QString::fromStdString(model_->device()));
+    emit modelOpened(model_->summary());
   });
+}
+
+void EngineWorker::checkDevice(const stx::engine::SampleRequest& request) {
+  const QString problem = device_problem(QString::fromStdString(request.device));
+  if (!problem.isEmpty()) throw std::runtime_error(problem.toStdString());
 }
 
 void EngineWorker::generate(const stx::engine::SampleRequest& request) {
   run(QStringLiteral("generate"), [&] {
     if (!model_) throw std::runtime_error(tr("no model is open: pick one first").toStdString());
+    checkDevice(request);
     const stx::engine::SampleResult result =
         model_->sample(request, [this](const stx::engine::Event& e) { forward(e); }, &cancel_);
     emit sampleFinished(result);
@@ -83,6 +90,7 @@ void EngineWorker::generate(const stx::engine::SampleRequest& request) {
 void EngineWorker::regenerate(const Bytes& previous, qint64 keep, const stx::engine::SampleRequest& request) {
   run(QStringLiteral("regenerate"), [&] {
     if (!model_) throw std::runtime_error(tr("no model is open: pick one first").toStdString());
+    checkDevice(request);
     const stx::engine::SampleResult result = model_->regenerate(
         previous, keep, request, [this](const stx::engine::Event& e) { forward(e); }, &cancel_);
     emit sampleFinished(result);

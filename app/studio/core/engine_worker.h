@@ -43,7 +43,8 @@ class EngineWorker : public QObject {
   void failed(const QString& job, const QString& message);
   void logLine(int level, const QString& text);  // level: 0 info, 1 warning, 2 error
 
-  void modelOpened(const stx::engine::ModelSummary& summary, const QString& device);
+  // Where the model runs is each request's (SampleRequest::device), so opening says nothing about it.
+  void modelOpened(const stx::engine::ModelSummary& summary);
   void sampleStarted(const stx::engine::SampleStarted& started);
   void sampleProgress(const stx::engine::SampleProgress& progress);
   void sampleBytes(const stx::engine::SampleBytes& bytes);
@@ -62,6 +63,9 @@ class EngineWorker : public QObject {
 
  private:
   void forward(const stx::engine::Event& event);
+  // Refuses a request for a device this machine lacks, in the studio's words rather than the engine's
+  // (which name the command line's --device).
+  static void checkDevice(const stx::engine::SampleRequest& request);
   // Runs `job`, turning exceptions into failed(); brackets it with
   // jobStarted / jobFinished.
   template <typename Job>

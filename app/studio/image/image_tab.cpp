@@ -18,13 +18,14 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/attention_inspector.h"
+#include "core/device_choice.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
 #include "core/model_text.h"
 #include "core/sampling_controls.h"
 #include "core/studio_context.h"
-#include "core/attention_inspector.h"
 #include "image/image_controls.h"
 #include "image/image_loader.h"
 
@@ -97,6 +98,12 @@ ImageTab::ImageTab(StudioContext* context, QWidget* parent)
   connect(loader_, &ImageLoader::loaded, this, &ImageTab::imageLoaded);
   connect(loader_, &ImageLoader::failed, this, &ImageTab::imageFailed);
   connect(inspector_, &AttentionInspector::ready, this, &ImageTab::inspected);
+  device_ = describe_device(context->device());
+  connect(context, &StudioContext::deviceChanged, this, [this](const QString& device) {
+    if (busy()) return;  // the running job says where it runs; the next one runs on the new device
+    device_ = describe_device(device);
+    updateStatus();
+  });
 
   updatePromptText();
   updateActions();
@@ -139,7 +146,7 @@ void ImageTab::openChosenModel(const QString& path) {
   updateActions();
 }
 
-void ImageTab::modelOpened(const stx::engine::ModelSummary& summary, const QString& device) {
+void ImageTab::modelOpened(const stx::engine::ModelSummary& summary) {
   modelOpening_ = false;
   if (summary.kind != "image" || summary.image_height <= 0 || summary.image_width <= 0 ||
       summary.image_channels <= 0) {
@@ -151,7 +158,6 @@ void ImageTab::modelOpened(const stx::engine::ModelSummary& summary, const QStri
     return;
   }
   summary_ = summary;
-  device_ = device;
   modelReady_ = true;
   pinned_ = Pinned{};
   results_.clear();
@@ -210,6 +216,7 @@ stx::engine::SampleRequest ImageTab::baseRequest() const {
     request.probe_head = std::max(0, controls_->head());  // live: one head; "all heads" shows the first
   }
   request.event_interval_seconds = 1.0 / 30;
+  request.device = context()->device().toStdString();
   return request;
 }
 
@@ -292,6 +299,8 @@ void ImageTab::sampleStarted(const stx::engine::SampleStarted& started) {
   if (job_ == Job::none) return;
   jobOrigin_.seed = started.seed;
   sampling_->showSeedUsed(started.seed);
+  device_ = QString::fromStdString(started.device);
+  updateStatus();
 }
 
 void ImageTab::sampleBytes(const stx::engine::SampleBytes& bytes) {

@@ -79,7 +79,7 @@ class ImageTab : public StudioTab {
 
   void connectEngine();
   void openChosenModel(const QString& path);
-  void modelOpened(const stx::engine::ModelSummary& summary, const QString& device);
+  void modelOpened(const stx::engine::ModelSummary& summary);
   void jobFailed(const QString& job, const QString& message);
   void jobEnded(const QString& job, bool ok);
   void sampleStarted(const stx::engine::SampleStarted& started);
@@ -123,7 +123,7 @@ class ImageTab : public StudioTab {
   JobProgress* progress_ = nullptr;
 
   stx::engine::ModelSummary summary_;
-  QString device_;
+  QString device_;  // where the latest job ran, or where the next runs (Preferences > Device)
   bool modelReady_ = false, modelOpening_ = false;
   double lastRate_ = -1;
 

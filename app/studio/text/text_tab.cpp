@@ -23,14 +23,15 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/device_choice.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
 #include "core/model_text.h"
 #include "core/sampling_controls.h"
 #include "core/studio_context.h"
-#include "text/text_attention_inspector.h"
 #include "text/generation_plan.h"
+#include "text/text_attention_inspector.h"
 #include "text/text_export.h"
 
 namespace stx::studio {
@@ -55,6 +56,12 @@ TextTab::TextTab(StudioContext* context, QWidget* parent)
       inspector_(new TextAttentionInspector(host_, this)) {
   buildLayout();
   connectEngine();
+  device_ = describe_device(context->device());
+  connect(context, &StudioContext::deviceChanged, this, [this](const QString& device) {
+    if (generating_) return;  // the running job says where it runs; the next one runs on the new device
+    device_ = describe_device(device);
+    showStatus();
+  });
   setAcceptDrops(true);
   updateContextNote();
   updateControls();
@@ -175,6 +182,7 @@ void TextTab::generate() {
     request.probe_head = std::max(side_->head(), 0);
   }
   request.event_interval_seconds = 1.0 / 30;
+  request.device = context()->device().toStdString();
 
   inspector_->cancel();
   inspected_ = pinned_ = -1;
@@ -204,6 +212,8 @@ void TextTab::generate() {
 
 void TextTab::onStarted(const stx::engine::SampleStarted& started) {
   side_->samplingControls()->showSeedUsed(started.seed);
+  device_ = QString::fromStdString(started.device);
+  showStatus();
   context()->log(StudioContext::Level::info, tr("text: %1 samples of %2 bytes, seed %3")
                                                  .arg(started.count)
                                                  .arg(started.length)
@@ -269,7 +279,7 @@ void TextTab::onJobFinished(const QString& job) {
   emit actionsChanged();
 }
 
-void TextTab::onModelOpened(const stx::engine::ModelSummary& summary, const QString& device) {
+void TextTab::onModelOpened(const stx::engine::ModelSummary& summary) {
   if (summary.kind != "text") {
     const QString name = QFileInfo(openingPath_).fileName();
     picker_->showSummary(tr("%1 is not a text model").arg(name));
@@ -279,7 +289,6 @@ void TextTab::onModelOpened(const stx::engine::ModelSummary& summary, const QStr
     return;
   }
   summary_ = summary;
-  device_ = device;
   picker_->showSummary(summary_line(summary));
   side_->setModel(&*summary_);
   updateContextNote();
@@ -484,7 +493,8 @@ QString TextTab::modelName() const {
 }
 
 void TextTab::showStatus() {
-  context()->setStatus(this, summary_ ? modelName() : tr("no model"), device_, tokensPerSecond_);
+  context()->setStatus(this, summary_ ? modelName() : tr("no model"), summary_ ? device_ : QString(),
+                       tokensPerSecond_);
 }
 
 }  // namespace stx::studio

@@ -93,7 +93,7 @@ class TextTab : public StudioTab {
   void connectEngine();
   void openModel(const QString& path);
   void generate();
-  void onModelOpened(const stx::engine::ModelSummary& summary, const QString& device);
+  void onModelOpened(const stx::engine::ModelSummary& summary);
   void onStarted(const stx::engine::SampleStarted& started);
   void onProgress(const stx::engine::SampleProgress& progress);
   void onProbe(const stx::engine::AttentionProbe& probe);
@@ -119,7 +119,7 @@ class TextTab : public StudioTab {
   QLabel* attentionNote_ = nullptr;
 
   std::optional<stx::engine::ModelSummary> summary_;
-  QString device_;
+  QString device_;  // where the latest job ran, or where the next runs (Preferences > Device)
   QString openingPath_;
   std::optional<stx::engine::SampleResult> result_;
   bool generating_ = false;

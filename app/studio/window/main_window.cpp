@@ -275,6 +275,7 @@ void MainWindow::showPreferences() {
     recentFiles_.clear();
     rebuildRecentMenu();
   });
+  connect(&dialog, &PreferencesDialog::deviceChosen, &context_, &StudioContext::setDevice);
   dialog.exec();
 }
 
@@ -331,6 +332,7 @@ void MainWindow::restoreState() {
   if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) resize(1280, 820);
   QMainWindow::restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
   if (settings.value(QStringLiteral("preferences/showLog"), false).toBool()) logDock_->show();
+  context_.setDevice(PreferencesDialog::savedDevice());
   recentFiles_ = settings.value(QStringLiteral("window/recentFiles")).toStringList();
   rebuildRecentMenu();
   for (int i = 0; i < tabs_->count(); ++i) {

@@ -37,6 +37,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* logDock() const { return logDock_; }
   QPlainTextEdit* logView() const { return log_; }
   QLabel* statusModel() const { return statusModel_; }
+  QLabel* statusDevice() const { return statusDevice_; }
   TrainWizard* trainWizard() const;
 
   // The file's tab comes to the front and opens it; false (with a message) when no tab takes it.

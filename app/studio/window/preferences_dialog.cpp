@@ -15,6 +15,7 @@
 #include <QStyleFactory>
 #include <QUrl>
 
+#include "core/device_box.h"
 #include "core/model_library.h"
 
 namespace stx::studio {
@@ -43,7 +44,11 @@ QPalette dark_palette() {
   return p;
 }
 
+const char* const kDeviceKey = "preferences/device";
+
 }  // namespace
+
+QString PreferencesDialog::savedDevice() { return QSettings().value(kDeviceKey, "auto").toString(); }
 
 void PreferencesDialog::applyTheme(const QString& theme) {
   // The platform's own style and palette at start-up, kept so that "system" can return to them.
@@ -68,6 +73,13 @@ PreferencesDialog::PreferencesDialog(QWidget* parent) : QDialog(parent) {
   theme_->setCurrentIndex(std::max(0, theme_->findData(settings.value("preferences/theme", "system").toString())));
   showLog_ = new QCheckBox(tr("Show the log panel when the studio starts"));
   showLog_->setChecked(settings.value("preferences/showLog", false).toBool());
+  device_ = new DeviceBox;
+  device_->setDevice(savedDevice());
+  device_->setToolTip(tr("Where the image, audio and text tabs run their models"));
+  deviceNote_ = new QLabel(DeviceBox::unavailableNote());
+  deviceNote_->setWordWrap(true);
+  deviceNote_->setForegroundRole(QPalette::PlaceholderText);  // a side note, quieter than the settings
+  deviceNote_->setVisible(!deviceNote_->text().isEmpty());
 
   const QString library = ModelLibrary::userFolder();
   auto* libraryLabel = new QLabel(library);
@@ -86,6 +98,8 @@ PreferencesDialog::PreferencesDialog(QWidget* parent) : QDialog(parent) {
   auto* form = new QFormLayout(this);
   form->addRow(tr("Colours"), theme_);
   form->addRow(QString(), showLog_);
+  form->addRow(tr("Device"), device_);
+  form->addRow(QString(), deviceNote_);
   form->addRow(tr("Your models"), libraryRow);
   form->addRow(QString(), clearRecent);
   form->addRow(buttons);
@@ -96,7 +110,9 @@ void PreferencesDialog::accept() {
   const QString theme = theme_->currentData().toString();
   settings.setValue("preferences/theme", theme);
   settings.setValue("preferences/showLog", showLog_->isChecked());
+  settings.setValue(kDeviceKey, device_->device());
   applyTheme(theme);
+  emit deviceChosen(device_->device());
   QDialog::accept();
 }
 

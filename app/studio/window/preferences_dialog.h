@@ -1,13 +1,17 @@
 // Edit > Preferences: the colour scheme (follow the system, or force light or dark), whether the log panel
-// shows at start-up, where the model library lives, and clearing the recent files.
+// shows at start-up, where models run (Automatic, CPU or CUDA GPU), where the model library lives, and
+// clearing the recent files.
 #pragma once
 
 #include <QDialog>
 
 class QCheckBox;
 class QComboBox;
+class QLabel;
 
 namespace stx::studio {
+
+class DeviceBox;
 
 class PreferencesDialog : public QDialog {
   Q_OBJECT
@@ -17,6 +21,12 @@ class PreferencesDialog : public QDialog {
 
   QComboBox* themeBox() const { return theme_; }
   QCheckBox* showLogBox() const { return showLog_; }
+  DeviceBox* deviceBox() const { return device_; }
+  // Why CUDA GPU is off on this machine; hidden where there is a GPU.
+  QLabel* deviceNote() const { return deviceNote_; }
+
+  // The saved device: "auto" (the default), "cpu" or "cuda".
+  static QString savedDevice();
 
   // Applies the saved colour scheme to the application: "system" (the platform's palette, which follows
   // the desktop's dark or light setting), "light" or "dark".
@@ -24,12 +34,16 @@ class PreferencesDialog : public QDialog {
 
  signals:
   void recentFilesCleared();
+  // OK was pressed; `device` is the one now saved, for the window to pass on to every tab.
+  void deviceChosen(const QString& device);
 
  private:
   void accept() override;
 
   QComboBox* theme_;
   QCheckBox* showLog_;
+  DeviceBox* device_;
+  QLabel* deviceNote_;
 };
 
 }  // namespace stx::studio

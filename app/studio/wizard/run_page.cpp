@@ -245,6 +245,10 @@ void RunPage::onPreviewOpened(const stx::engine::ModelSummary& summary) {
   stx::engine::SampleRequest request;
   request.count = 1;
   request.event_interval_seconds = 0.25;  // only the finished sample is shown
+  // Previews run where the studio's generations do (Preferences > Device), whatever device trains.
+  if (auto* wizard = qobject_cast<TrainWizard*>(this->wizard()); wizard && wizard->context()) {
+    request.device = wizard->context()->device().toStdString();
+  }
   if (summary.kind == "image") {
     request.length = summary.context;
   } else if (summary.kind == "audio") {

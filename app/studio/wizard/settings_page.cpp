@@ -16,11 +16,13 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "core/device_box.h"
+#include "core/device_choice.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_library.h"
-#include "wizard/train_wizard.h"
 #include "stx/models/model_config.h"
+#include "wizard/train_wizard.h"
 
 namespace stx::studio {
 
@@ -86,6 +88,15 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
     bf16_->setEnabled(false);
     bf16_->setToolTip(tr("Needs a processor with AVX512-BF16 (AMD Zen 4, Intel Sapphire Rapids or later)"));
   }
+  // TrainOptions::device. The wizard starts it at the studio's choice (Preferences > Device).
+  device_ = new DeviceBox;
+  device_->setMinimumWidth(150);
+  deviceNote_ = new QLabel(DeviceBox::unavailableNote());
+  deviceNote_->setWordWrap(true);
+  deviceNote_->setForegroundRole(QPalette::PlaceholderText);
+  auto* deviceRow = new QHBoxLayout;
+  deviceRow->addWidget(device_);
+  deviceRow->addWidget(deviceNote_, 1);
   for (QAbstractSpinBox* box : std::initializer_list<QAbstractSpinBox*>{
            steps_, batch_, learningRate_, context_, validation_, checkpointEvery_}) {
     box->setMinimumWidth(150);
@@ -102,6 +113,9 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
   form->addRow(tr("&Validation share:"), validation_);
   form->addRow(tr("C&heckpoint every:"), checkpointEvery_);
   form->addRow(tr("Precision:"), bf16_);
+  auto* deviceLabel = new QLabel(tr("&Device:"));
+  deviceLabel->setBuddy(device_);
+  form->addRow(deviceLabel, deviceRow);
 
   name_ = new QLineEdit;
   name_->setMaxLength(120);
@@ -149,6 +163,7 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
   registerField(QStringLiteral("validationPercent"), validation_, "value", SIGNAL(valueChanged(double)));
   registerField(QStringLiteral("checkpointEvery"), checkpointEvery_);
   registerField(QStringLiteral("bf16"), bf16_);
+  registerField(QStringLiteral("device"), device_, "currentData", SIGNAL(currentIndexChanged(int)));
   registerField(QStringLiteral("modelName"), name_);
   registerField(QStringLiteral("runFolder"), this, "runFolder", SIGNAL(runFolderChanged()));
 
@@ -163,6 +178,7 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
   connect(batch_, &QSpinBox::valueChanged, this, [this] { markEstimateStale(); });
   connect(context_, &QSpinBox::valueChanged, this, [this] { markEstimateStale(); });
   connect(bf16_, &QCheckBox::toggled, this, [this] { markEstimateStale(); });
+  connect(device_, &QComboBox::currentIndexChanged, this, [this] { showEstimate(); });
   connect(estimateButton_, &QPushButton::clicked, this, [this] {
     if (estimating()) {
       cancelEstimate();
@@ -331,8 +347,15 @@ void SettingsPage::showEstimate() {
           .arg(locale.toString(estimate_->seconds_per_step, 'f', estimate_->seconds_per_step < 1 ? 3 : 2),
                locale.toString(steps_->value()), format_duration(total),
                locale.formattedDataSize(static_cast<qint64>(estimate_->memory_bytes)));
-  text += QLatin1Char('\n') + tr("Measured on this computer's CPU; the model has %1 parameters.")
-                                  .arg(locale.toString(static_cast<qint64>(estimate_->parameters)));
+  // The engine measures on the CPU whatever the device: a run on the GPU says the estimate is not its.
+  const QString trainsOn = describe_device(device_->device());
+  const QString parameters = locale.toString(static_cast<qint64>(estimate_->parameters));
+  text += QLatin1Char('\n') +
+          (trainsOn == QLatin1String("CPU")
+               ? tr("Measured on this computer's CPU; the model has %1 parameters.").arg(parameters)
+               : tr("Measured on this computer's CPU, not on %1 where the run trains; the model has %2 "
+                    "parameters.")
+                     .arg(trainsOn, parameters));
   if (estimateStale_)
     text += QLatin1Char('\n') + tr("The batch, context or precision changed since: press Estimate again.");
   estimateText_->setText(text);

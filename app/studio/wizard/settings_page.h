@@ -18,6 +18,7 @@ class QSpinBox;
 
 namespace stx::studio {
 
+class DeviceBox;
 class EngineHost;
 
 class SettingsPage : public QWizardPage {
@@ -51,6 +52,9 @@ class SettingsPage : public QWizardPage {
   QDoubleSpinBox* validationSpin() const { return validation_; }
   QSpinBox* checkpointSpin() const { return checkpointEvery_; }
   QCheckBox* bf16Check() const { return bf16_; }
+  // Where the run trains (the "device" field): the CUDA GPU is offered only when there is one.
+  DeviceBox* deviceBox() const { return device_; }
+  QLabel* deviceNote() const { return deviceNote_; }
   QLineEdit* nameEdit() const { return name_; }
   QLabel* estimateLabel() const { return estimateText_; }
   QPushButton* estimateButton() const { return estimateButton_; }
@@ -73,6 +77,8 @@ class SettingsPage : public QWizardPage {
   QDoubleSpinBox* validation_;
   QSpinBox* checkpointEvery_;
   QCheckBox* bf16_;
+  DeviceBox* device_;
+  QLabel* deviceNote_;
   QLineEdit* name_;
   QLabel* folderText_;
   QLabel* folderError_;

@@ -8,6 +8,8 @@
 #include <QTimer>
 #include <algorithm>
 
+#include "core/device_box.h"
+#include "core/device_choice.h"
 #include "core/model_library.h"
 #include "core/studio_context.h"
 #include "wizard/base_model_page.h"
@@ -41,6 +43,10 @@ TrainWizard::TrainWizard(StudioContext* context, QWidget* parent)
   setPage(RunPageId, runPage_);
   setPage(FinishPageId, finishPage_);
   setStartId(DataPageId);
+  // Training starts on the studio's device (Preferences > Device), unless this machine lacks it.
+  if (context_ && device_problem(context_->device()).isEmpty()) {
+    settingsPage_->deviceBox()->setDevice(context_->device());
+  }
   setMinimumSize(820, 680);
 }
 
@@ -70,6 +76,8 @@ std::array<int, 3> TrainWizard::imageShape() const {
 
 stx::engine::TrainOptions TrainWizard::trainOptions() const {
   stx::engine::TrainOptions o;
+  // Not part of the recipe: a resumed run trains where the Settings page says, too.
+  o.device = field(QStringLiteral("device")).toString().toStdString();
   if (!resumeFolder_.isEmpty()) {
     // The recipe (data, batch, learning rate...) travels in the checkpoint; only the total steps are given.
     o.resume = resumeFolder_.toStdString();

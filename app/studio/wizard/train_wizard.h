@@ -1,6 +1,7 @@
 // The training wizard: data -> base model -> settings -> run -> finish. Each step is a QWizardPage that
 // publishes what the user chose as wizard fields ("kind", "dataFolder", "baseModel", "preset", "steps",
-// "batch", "learningRate", "context", "validationPercent", "checkpointEvery", "modelName", "runFolder");
+// "batch", "learningRate", "context", "validationPercent", "checkpointEvery", "device", "modelName",
+// "runFolder");
 // trainOptions() turns them into the engine's TrainOptions.
 //
 // When it is first shown it looks in the user's library for a run that stopped short of its planned steps

@@ -1,0 +1,28 @@
+// Where the studio runs models: "auto" (the GPU when there is one), "cpu" or "cuda", the names
+// SampleRequest::device and TrainOptions::device take. Tabs and the status bar describe a choice with
+// describe_device(); Edit > Preferences and the training wizard offer the choices through DeviceBox
+// (device_box.h). No widgets here: the engine worker checks requests with device_problem().
+#pragma once
+
+#include <QString>
+
+namespace stx::studio {
+
+// Whether this machine runs models on a CUDA GPU. Asked of the engine once: devices do not come and go while
+// the studio runs, and asking CUDA again on every status update would cost a driver call each time.
+struct CudaStatus {
+  bool available = false;
+  QString description;  // "CUDA: NVIDIA H100 80GB HBM3" when available
+  QString reason;       // when not: why, in the engine's words ("this build has no CUDA kernels")
+};
+const CudaStatus& cuda_status();
+
+// Where `device` runs here, as the status bar says it: "CPU", "CUDA: <name>", or for "cuda" with no GPU,
+// "CUDA GPU (none found)".
+QString describe_device(const QString& device);
+
+// Why a job cannot run on `device` here, in plain words naming the preference: only "cuda" on a machine
+// without a CUDA device. Empty when it can run.
+QString device_problem(const QString& device);
+
+}  // namespace stx::studio
