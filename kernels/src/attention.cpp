@@ -133,6 +133,15 @@ bool cuda_device_available() {
 #endif
 }
 
+std::string cuda_device_name(int index) {
+#ifdef STX_WITH_CUDA
+  return detail::cuda_device_name(index);
+#else
+  (void)index;
+  return "";
+#endif
+}
+
 void attention_forward(const ForwardParams& p_in) {
   const char* op = "sparse attention forward";
   check_shape(op, p_in.batch, p_in.heads, p_in.head_dim);

@@ -34,6 +34,7 @@ void backward_cuda(const BackwardParams& p);
 void decode_cuda(const DecodeParams& p);
 void gelu_cuda(const GeluParams& p, bool backward);
 int cuda_device_count();  // 0 when no driver or no device; never throws
+std::string cuda_device_name(int index);  // "" when there is no such device; never throws
 #endif
 
 }  // namespace stx::kernels::detail

@@ -1,5 +1,6 @@
 // The backward (dq, dk, dv) against the double reference on every CPU path, and its input checks.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <functional>
 #include <limits>
@@ -50,46 +51,54 @@ TEST_P(Backward, GradientsMatchReferenceOnEveryCpuPath) {
   stx::test::reference_backward(patterns, shape, qd, kd, vd, out.to_double(), stx::test::to_double(lse),
                                 dout.to_double(), ref_dq, ref_dk, ref_dv);
 
-  for (CpuIsa isa : stx::test::supported_cpu_isas()) {
-    SCOPED_TRACE(std::string("cpu path ") + to_string(isa));
-    stx::test::ForcedCpuIsa forced(isa);
-    // when the kernel overwrites gradients pre-filled with NaN (keys no query attends must become 0)
-    Tensor dq(B, H, T, D, kc.storage, kSentinel), dk(B, H, T, D, kc.storage, kSentinel),
-        dv(B, H, T, D, kc.storage, kSentinel);
-    dq.fill(kNaN);
-    dk.fill(kNaN);
-    dv.fill(kNaN);
-    BackwardParams p;
-    p.q = q.data();
-    p.k = k.data();
-    p.v = v.data();
-    p.out = out.data();
-    p.dout = dout.data();
-    p.lse = lse.data();
-    p.dq = dq.data();
-    p.dk = dk.data();
-    p.dv = dv.data();
-    p.q_stride = q.strides();
-    p.k_stride = k.strides();
-    p.v_stride = v.strides();
-    p.out_stride = out.strides();
-    p.dout_stride = dout.strides();
-    p.dq_stride = dq.strides();
-    p.dk_stride = dk.strides();
-    p.dv_stride = dv.strides();
-    p.batch = B;
-    p.heads = H;
-    p.seq_len = T;
-    p.head_dim = D;
-    p.scale = kc.scale;
-    p.layout = layout.get();
-    ASSERT_NO_THROW(attention_backward(p));
-    // then
-    EXPECT_TRUE(stx::test::matches_reference("dq", dq.to_double(), ref_dq, {B, H, T, D}));
-    EXPECT_TRUE(stx::test::matches_reference("dk", dk.to_double(), ref_dk, {B, H, T, D}));
-    EXPECT_TRUE(stx::test::matches_reference("dv", dv.to_double(), ref_dv, {B, H, T, D}));
-    EXPECT_EQ(dq.padding_changed() + dk.padding_changed() + dv.padding_changed(), 0);
-  }
+  // Small cases also run with more threads than cores and than work items, as on a many-core desktop:
+  // threads with nothing to do must still meet the others where the results are summed.
+  const int default_threads = omp_get_max_threads();
+  std::vector<int> thread_counts = {default_threads};
+  if (B * H * T <= 4096) thread_counts.push_back(13);
+  for (CpuIsa isa : stx::test::supported_cpu_isas())
+    for (int threads : thread_counts) {
+      SCOPED_TRACE(std::string("cpu path ") + to_string(isa) + ", " + std::to_string(threads) + " threads");
+      stx::test::ForcedCpuIsa forced(isa);
+      omp_set_num_threads(threads);
+      // when the kernel overwrites gradients pre-filled with NaN (keys no query attends must become 0)
+      Tensor dq(B, H, T, D, kc.storage, kSentinel), dk(B, H, T, D, kc.storage, kSentinel),
+          dv(B, H, T, D, kc.storage, kSentinel);
+      dq.fill(kNaN);
+      dk.fill(kNaN);
+      dv.fill(kNaN);
+      BackwardParams p;
+      p.q = q.data();
+      p.k = k.data();
+      p.v = v.data();
+      p.out = out.data();
+      p.dout = dout.data();
+      p.lse = lse.data();
+      p.dq = dq.data();
+      p.dk = dk.data();
+      p.dv = dv.data();
+      p.q_stride = q.strides();
+      p.k_stride = k.strides();
+      p.v_stride = v.strides();
+      p.out_stride = out.strides();
+      p.dout_stride = dout.strides();
+      p.dq_stride = dq.strides();
+      p.dk_stride = dk.strides();
+      p.dv_stride = dv.strides();
+      p.batch = B;
+      p.heads = H;
+      p.seq_len = T;
+      p.head_dim = D;
+      p.scale = kc.scale;
+      p.layout = layout.get();
+      ASSERT_NO_THROW(attention_backward(p));
+      omp_set_num_threads(default_threads);
+      // then
+      EXPECT_TRUE(stx::test::matches_reference("dq", dq.to_double(), ref_dq, {B, H, T, D}));
+      EXPECT_TRUE(stx::test::matches_reference("dk", dk.to_double(), ref_dk, {B, H, T, D}));
+      EXPECT_TRUE(stx::test::matches_reference("dv", dv.to_double(), ref_dv, {B, H, T, D}));
+      EXPECT_EQ(dq.padding_changed() + dk.padding_changed() + dv.padding_changed(), 0);
+    }
   EXPECT_EQ(active_cpu_isa(), best_cpu_isa());
 }
 

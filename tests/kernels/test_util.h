@@ -289,6 +289,10 @@ inline std::vector<KernelCase> kernel_cases() {
       make_case(7, 64, 2, 2, Pattern::fixed, 6, 2, merged, 0, 16),
       make_case(7, 128, 2, 2, Pattern::dense, 0, 0, merged, 0, 128),
       make_case(7, 32, 1, 2, Pattern::strided, 3, 0, multi, 0, 32),
+      make_case(7, 32, 2, 3, Pattern::dense, 0, 0, merged, 0, 16),
+      // fixed A2 alone before the first summary cell (cells 12..15 of each 16): no row attends anything, so
+      // the heads have no layout parts at all; out = 0, lse = -inf, zero gradients
+      make_case(7, 64, 2, 2, Pattern::fixed, 16, 4, inter, 1, 16),
       // n = 113, l = 37, c = 5, B = 16: every mode of both patterns
       make_case(113, 64, 2, 2, Pattern::dense, 0, 0, merged, 0, 32),
       make_case(113, 32, 2, 3, Pattern::strided, 37, 0, merged, 0, 16),

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "attention_impl.h"
@@ -396,9 +397,27 @@ std::vector<WorkItem> forward_work_items(const Layout& layout, int64_t batch, in
 
 }  // namespace
 
+// A head with no parts (fixed A2 alone, n before the first summary cell) has no work items: every one of its
+// rows attends nothing. call(batch, head, position) is given each of its rows.
+template <class Call>
+void for_rows_of_empty_heads(const Layout& layout, int64_t batch, Call&& call) {
+  for (int h = 0; h < layout.num_heads(); ++h) {
+    if (!layout.head(h).parts.empty()) continue;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < layout.n; ++i) call(b, h, i);
+  }
+}
+
 void forward(const ForwardParams& p) {
   const Layout& layout = *p.layout;
   const int64_t B = layout.block, dp = round_up(p.head_dim, W);
+  // Rows that attend nothing: out = 0 and lse = -inf, as attention.h says (and the CUDA kernels write).
+  for_rows_of_empty_heads(layout, p.batch, [&](int64_t b, int64_t h, int64_t i) {
+    float* out =
+        static_cast<float*>(p.out) + b * p.out_stride.batch + h * p.out_stride.head + i * p.out_stride.seq;
+    std::fill(out, out + p.head_dim, 0.0f);
+    p.lse[(b * p.heads + h) * layout.n + i] = kNegInf;
+  });
   for (int part = 0; part < max_parts(layout); ++part) {
     const std::vector<WorkItem> items = forward_work_items(layout, p.batch, part, dp);
 #pragma omp parallel
@@ -515,6 +534,13 @@ void backward(const BackwardParams& p) {
         dst[i] = s;
       }
     }
+  // Keys of a head that attends nothing get no gradient (its dQ rows are zero below, as every head's start).
+  for_rows_of_empty_heads(layout, p.batch, [&](int64_t b, int64_t h, int64_t i) {
+    for (auto [grad, stride] : {std::pair{p.dk, p.dk_stride}, std::pair{p.dv, p.dv_stride}}) {
+      float* row = static_cast<float*>(grad) + b * stride.batch + h * stride.head + i * stride.seq;
+      std::fill(row, row + D, 0.0f);
+    }
+  });
   std::vector<std::vector<WorkItem>> items_of_part;
   for (int part = 0; part < max_parts(layout); ++part) items_of_part.push_back(work_items(layout, p.batch, part));
   const int threads = omp_get_max_threads();
@@ -523,6 +549,9 @@ void backward(const BackwardParams& p) {
   {
     std::vector<float>& dq_sum = dq_sums[static_cast<size_t>(omp_get_thread_num())];
     dq_sum.assign(static_cast<size_t>(rows_total * dp), 0.0f);  // first touched by its own thread
+    // Every buffer exists before any thread sums them below, even when no part's loop (and its implicit
+    // barrier) runs in between: a layout whose heads all attend nothing has no parts.
+#pragma omp barrier
     Scratch t(B, dp);
     for (size_t part = 0; part < items_of_part.size(); ++part) {
       const std::vector<WorkItem>& items = items_of_part[part];

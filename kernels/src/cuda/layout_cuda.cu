@@ -18,6 +18,15 @@ int cuda_device_count() {
   return count;
 }
 
+std::string cuda_device_name(int index) {
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, index) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return properties.name;
+}
+
 DeviceLayout::~DeviceLayout() {
   if (memory == nullptr) return;
   int current = 0;

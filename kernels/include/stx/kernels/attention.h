@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "stx/kernels/error.h"
 #include "stx/kernels/layout.h"
@@ -137,6 +138,8 @@ const char* to_string(CpuIsa isa);
 bool built_with_cuda();
 // True when built with CUDA and a CUDA device is present.
 bool cuda_device_available();
+// The name of CUDA device `index` ("NVIDIA H100 80GB HBM3"), or "" when there is none or no CUDA build.
+std::string cuda_device_name(int index = 0);
 
 const char* to_string(DType t);
 size_t dtype_size(DType t);
