@@ -8,6 +8,7 @@
 #include "attention_cuda_bench.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard, at::AutoGradMode: not in ATen.h of LibTorch 2.x
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/cuda.h>
 #include <torch/version.h>

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard, at::AutoGradMode: not in ATen.h of LibTorch 2.x
 
 #include <cmath>
 #include <limits>

@@ -2,17 +2,16 @@
 // check that an untrusted file deserves.
 #include "stx/engine/checkpoint.h"
 
-
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/optim/adamw.h>
-
 #include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <type_traits>
 
 #include "stx/engine/atomic_file.h"
@@ -53,7 +52,9 @@ template <class Map>
 typename Map::key_type state_key(const Map&, const at::Tensor& p) {
   using Key = typename Map::key_type;
   if constexpr (std::is_same_v<Key, std::string>) {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
+    std::ostringstream key;  // what 1.13's c10::guts::to_string (gone in 2.x) made of the pointer
+    key << p.unsafeGetTensorImpl();
+    return key.str();
   } else {
     return static_cast<Key>(p.unsafeGetTensorImpl());
   }

@@ -1,0 +1,25 @@
+# stx_pkg_library(PREFIX MODULE HEADER LIBRARY) makes the imported target PkgConfig::PREFIX for the library
+# MODULE: through pkg-config where it knows the module, else from HEADER and LIBRARY found directly. The GPU
+# machines have no pkg-config packages of these libraries: tools/gpu-check.sh brings them unpacked from
+# Debian's packages without the .pc files of their own dependencies, which pkg-config would ask for.
+function(stx_pkg_library prefix module header library)
+  if(TARGET PkgConfig::${prefix})
+    return()
+  endif()
+  find_package(PkgConfig QUIET)
+  if(PKG_CONFIG_FOUND)
+    pkg_check_modules(${prefix} QUIET IMPORTED_TARGET GLOBAL ${module})
+    if(TARGET PkgConfig::${prefix})
+      return()
+    endif()
+  endif()
+  find_path(STX_${prefix}_INCLUDE_DIR ${header})
+  find_library(STX_${prefix}_LIBRARY ${library})
+  if(NOT STX_${prefix}_INCLUDE_DIR OR NOT STX_${prefix}_LIBRARY)
+    message(FATAL_ERROR "stx: ${module} not found (${header}, lib${library}); on Debian, run installer/install-deps.sh")
+  endif()
+  add_library(PkgConfig::${prefix} INTERFACE IMPORTED GLOBAL)
+  target_include_directories(PkgConfig::${prefix} INTERFACE "${STX_${prefix}_INCLUDE_DIR}")
+  target_link_libraries(PkgConfig::${prefix} INTERFACE "${STX_${prefix}_LIBRARY}")
+  message(STATUS "stx: ${module} from ${STX_${prefix}_LIBRARY} (without pkg-config)")
+endfunction()
