@@ -398,11 +398,7 @@ void IncrementalDecoder::set_probe(int layer, int head) {
     probe_layer_ = -1;
     return;
   }
-  if (layer >= config_.layers || head < 0 || head >= config_.heads) {
-    throw std::out_of_range("decoder: no layer " + std::to_string(layer) + " head " + std::to_string(head) +
-                            " (the model has " + std::to_string(config_.layers) + " layers of " +
-                            std::to_string(config_.heads) + " heads)");
-  }
+  check_probe_head(config_, layer, head);
   probe_layer_ = layer;
   probe_head_ = head;
   probe_q_.assign(static_cast<size_t>(batch_ * config_.head_dim()), 0.0f);

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "decoded_logits.h"
 #include "stx/kernels/pattern.h"
 #include "stx/models/decoder.h"
 #include "stx/models/model_config.h"
@@ -23,6 +24,7 @@ using stx::kernels::Pattern;
 using stx::models::IncrementalDecoder;
 using stx::models::ModelConfig;
 using stx::models::SparseTransformer;
+using stx::test::decoded_logits;
 
 ModelConfig small_config(Pattern pattern,
                          stx::kernels::Combination mode = stx::kernels::Combination::merged) {
@@ -68,21 +70,6 @@ SparseTransformer random_model(const ModelConfig& config) {
 at::Tensor full_logits(SparseTransformer& model, const at::Tensor& bytes) {
   at::NoGradGuard no_grad;
   return model->forward(bytes);
-}
-
-// Steps the decoder through `bytes` ([B, T] long) and returns its [B, T, 256] logits.
-at::Tensor decoded_logits(IncrementalDecoder& decoder, const at::Tensor& bytes, int64_t from = 0) {
-  const int64_t batch = bytes.size(0), length = bytes.size(1);
-  at::Tensor out = at::zeros({batch, length, 256});
-  std::vector<int32_t> inputs(static_cast<size_t>(batch));
-  std::vector<float> logits(static_cast<size_t>(batch * 256));
-  for (int64_t i = from; i < length; ++i) {
-    for (int64_t b = 0; b < batch; ++b)
-      inputs[b] = i == 0 ? 256 : static_cast<int32_t>(bytes[b][i - 1].item<int64_t>());
-    decoder.step(inputs.data(), logits.data());
-    out.select(1, i).copy_(at::from_blob(logits.data(), {batch, 256}));
-  }
-  return out;
 }
 
 // With float16 caches the keys and values are rounded (relative error up to 2^-11), so the logits drift by

@@ -27,10 +27,11 @@
 #include "stx/kernels/pattern.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
+#include "stx/models/token_decoder.h"
 
 namespace stx::models {
 
-class IncrementalDecoder {
+class IncrementalDecoder final : public TokenDecoder {
  public:
   // Snapshot of `model`'s weights (any device or dtype; copied to fp32 CPU). batch >= 1 samples are
   // decoded together, each with its own KV cache of `capacity` positions (0: the model's context). The
@@ -46,18 +47,18 @@ class IncrementalDecoder {
   IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity = 0,
                      kernels::DType cache_dtype = kernels::DType::f32, bool half_weights = true);
 
-  int64_t batch() const { return batch_; }
-  int64_t capacity() const { return capacity_; }
+  int64_t batch() const override { return batch_; }
+  int64_t capacity() const override { return capacity_; }
   kernels::DType cache_dtype() const { return cache_dtype_; }
   // Weight matrices kept as halves (see the constructor), of the layers' and the output's.
   int half_weight_matrices() const;
   const ModelConfig& config() const { return config_; }
   // The position the next step() decodes.
-  int64_t position() const { return position_; }
+  int64_t position() const override { return position_; }
 
   // input_tokens: [batch] values in 0..256; logits: [batch, 256], written. Throws std::out_of_range past
   // the capacity and std::invalid_argument for a token outside 0..256.
-  void step(const int32_t* input_tokens, float* logits);
+  void step(const int32_t* input_tokens, float* logits) override;
 
   // Steps every sample through `count` positions of a prefix they all share (a prompt): input_tokens[k] is
   // the input of position position() + k for every sample. Sample 0 alone computes them, all `count` at
@@ -66,10 +67,10 @@ class IncrementalDecoder {
   // batch's cost per byte. No logits: a given prefix is not drawn. Only while every step so far was one of
   // these, so that the samples are still identical: std::logic_error otherwise. std::out_of_range past the
   // capacity, std::invalid_argument for a token outside 0..256 or a count below 1.
-  void step_common_prefix(const int32_t* input_tokens, int64_t count);
+  void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
 
   // Forgets positions >= position (0 <= position <= position()); the next step decodes `position`.
-  void rewind(int64_t position);
+  void rewind(int64_t position) override;
 
   // Jumps forward to `position` (position() <= position < capacity) without computing the positions in
   // between: their cached keys and values are set to zero. Only for measuring the cost of a step at a late
@@ -79,10 +80,10 @@ class IncrementalDecoder {
 
   // Records, at every later step, what head `head` of block `layer` attended for each sample; -1 turns it
   // off. While off, nothing is computed or copied for it.
-  void set_probe(int layer, int head);
+  void set_probe(int layer, int head) override;
   // After a step with the probe on: the positions attended at the last step by `sample` (ascending,
   // exactly A(i) of that head's pattern) and their softmax weights (summing to 1).
-  void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const;
+  void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const override;
 
  private:
   struct Linear {

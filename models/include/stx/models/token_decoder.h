@@ -1,0 +1,60 @@
+// What generation needs of a decoder, whichever device it runs on: one new token per sample per step over a
+// KV cache, a shared prompt read once, and one head's attention on request.
+//
+//   auto decoder = stx::models::make_decoder(model, /*batch=*/4, /*capacity=*/0, stx::kernels::DType::f16,
+//                                            at::Device(at::kCUDA, 0));
+//   decoder->step(inputs.data(), logits.data());   // logits: [batch, 256] on the host
+//
+// On the CPU it is IncrementalDecoder (decoder.h): the weights copied into our own kernels, no LibTorch op on
+// the hot path. On CUDA it is TorchDecoder (torch_decoder.h): the model's own modules on the device and our
+// CUDA decode kernel for the attention, with one copy of the logits to the host per step.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "stx/kernels/attention.h"
+#include "stx/models/model_config.h"
+#include "stx/models/sparse_transformer.h"
+
+namespace stx::models {
+
+class TokenDecoder {
+ public:
+  virtual ~TokenDecoder() = default;
+
+  virtual int64_t batch() const = 0;
+  virtual int64_t capacity() const = 0;
+  // The position the next step() decodes.
+  virtual int64_t position() const = 0;
+
+  // input_tokens: [batch] values in 0..256 (256 is the start token); logits: [batch, 256] on the host,
+  // written: the distribution of the byte at position(). Throws std::out_of_range past the capacity and
+  // std::invalid_argument for a token outside 0..256.
+  virtual void step(const int32_t* input_tokens, float* logits) = 0;
+  // Steps every sample through `count` positions of a prefix they all share (input_tokens[k] is the input
+  // of position position() + k), computed once and copied to every sample; no logits. Only while every
+  // step so far was one of these: std::logic_error otherwise.
+  virtual void step_common_prefix(const int32_t* input_tokens, int64_t count) = 0;
+  // Forgets positions >= position; the next step decodes `position`.
+  virtual void rewind(int64_t position) = 0;
+
+  // Records what head `head` of block `layer` attends at every later step; -1 turns it off.
+  virtual void set_probe(int layer, int head) = 0;
+  // After a step with the probe on: the positions `sample` attended at the last step (ascending) and their
+  // softmax weights.
+  virtual void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const = 0;
+};
+
+// Throws std::out_of_range unless block `layer` of `config` has a head `head` (the probe's check).
+void check_probe_head(const ModelConfig& config, int layer, int head);
+
+// The decoder for `device`: IncrementalDecoder on the CPU, TorchDecoder on CUDA. capacity 0 is the model's
+// context. cache_dtype f32 or f16 (see IncrementalDecoder and TorchDecoder for what each keeps exact).
+std::unique_ptr<TokenDecoder> make_decoder(SparseTransformer& model, int64_t batch, int64_t capacity,
+                                           kernels::DType cache_dtype, const at::Device& device);
+
+}  // namespace stx::models

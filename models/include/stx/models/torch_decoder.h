@@ -1,0 +1,81 @@
+// Incremental decoding through the model's own LibTorch modules, on the model's device: the GPU path of
+// generation. Each step runs every block's layer norms, linear layers and GELU as LibTorch ops on the new
+// position only, writes its keys and values into a KV cache on the device, and attends through our decode
+// kernel (kernels::attention_decode, CUDA on a CUDA device), which touches only A(i). The logits come back
+// to the host in one small copy per step.
+//
+//   stx::models::TorchDecoder decoder(model, /*batch=*/4, /*capacity=*/0, stx::kernels::DType::f32,
+//                                     at::Device(at::kCUDA, 0));
+//   decoder.step(inputs.data(), logits.data());
+//
+// With cache_dtype f32 the logits are those of SparseTransformer::forward in fp32 at the same position, to
+// float rounding (the products are computed one row at a time instead of over the whole sequence). With f16
+// the keys, values and queries of the attention are rounded to half (CUDA's decode kernel takes the
+// queries in the caches' type): about 1e-3 relative. A model whose config asks for bf16 or fp16 is still
+// decoded in fp32 (no autocast), so its logits differ from its autocast forward by that rounding.
+//
+// It also runs on the CPU, where it is a slow but plain check of IncrementalDecoder and of itself: the
+// tests compare both with the forward pass there.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "stx/kernels/attention.h"
+#include "stx/kernels/pattern.h"
+#include "stx/models/sparse_transformer.h"
+#include "stx/models/token_decoder.h"
+
+namespace stx::models {
+
+class TorchDecoder final : public TokenDecoder {
+ public:
+  // Copies `model`'s weights to `device` (the caller's model is not moved or changed). capacity 0 is the
+  // model's context. The caches take 2 * layers * batch * capacity * d_model values of cache_dtype on the
+  // device, allocated at once.
+  TorchDecoder(SparseTransformer& model, int64_t batch, int64_t capacity, kernels::DType cache_dtype,
+               const at::Device& device);
+
+  int64_t batch() const override { return batch_; }
+  int64_t capacity() const override { return capacity_; }
+  int64_t position() const override { return position_; }
+  const at::Device& device() const { return device_; }
+
+  void step(const int32_t* input_tokens, float* logits) override;
+  void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
+  void rewind(int64_t position) override;
+  void set_probe(int layer, int head) override;
+  void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const override;
+
+ private:
+  // Runs every block over h ([samples, rows, d]: rows new positions from position_ of `samples` samples,
+  // all of the batch or sample 0 alone for a prefix), appending the keys and values to the caches;
+  // returns the last hidden state.
+  at::Tensor run_blocks(at::Tensor h, int64_t samples, int64_t rows);
+  // Attends q ([samples, rows, heads, head_dim], rows at positions position_ .. position_ + rows - 1) over
+  // layer `layer`'s caches into out (same shape and type); lse [samples, heads] of the last row, or undefined.
+  void attend(int layer, const at::Tensor& q, const at::Tensor& out, const at::Tensor& lse, int64_t samples,
+              int64_t rows) const;
+  at::Tensor input_tensor(const int32_t* tokens, int64_t samples, int64_t rows) const;
+  void check_tokens(const int32_t* tokens, int64_t count) const;
+
+  SparseTransformer model_{nullptr};  // our own copy, on device_, in eval mode
+  ModelConfig config_;
+  at::Device device_;
+  int64_t batch_ = 0, capacity_ = 0, position_ = 0;
+  // Positions [0, common_prefix_) came from step_common_prefix and are the same for every sample.
+  int64_t common_prefix_ = 0;
+  kernels::DType cache_dtype_ = kernels::DType::f32;
+  // The attention's queries and outputs: the caches' type on CUDA, fp32 on the CPU (its kernel widens halves).
+  at::ScalarType attention_type_;
+  std::vector<std::vector<kernels::HeadPattern>> patterns_;  // [layer][head]
+  std::vector<at::Tensor> k_cache_, v_cache_;                // [layer]: [batch, heads, capacity, head_dim]
+  int probe_layer_ = -1, probe_head_ = 0;
+  int64_t probe_position_ = -1;
+  bool probe_of_prefix_ = false;    // the last probe was of a prefix: sample 0's, which every sample shares
+  at::Tensor probe_q_, probe_lse_;  // [samples, head_dim] fp32, [samples] fp32, on the device
+};
+
+}  // namespace stx::models

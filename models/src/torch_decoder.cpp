@@ -1,0 +1,241 @@
+#include "stx/models/torch_decoder.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "stx/models/decoder.h"
+#include "torch_kernel_bridge.h"
+
+namespace stx::models {
+namespace {
+
+at::ScalarType torch_type(kernels::DType t) { return t == kernels::DType::f16 ? at::kHalf : at::kFloat; }
+
+// Copies every parameter and buffer of `from` into `to` (same config, so the same names and shapes).
+void copy_weights(SparseTransformer& from, SparseTransformer& to) {
+  at::NoGradGuard no_grad;
+  const auto source = from->named_parameters(true);
+  for (auto& item : to->named_parameters(true)) item.value().copy_(source[item.key()]);
+  const auto source_buffers = from->named_buffers(true);
+  for (auto& item : to->named_buffers(true)) item.value().copy_(source_buffers[item.key()]);
+}
+
+}  // namespace
+
+TorchDecoder::TorchDecoder(SparseTransformer& model, int64_t batch, int64_t capacity,
+                           kernels::DType cache_dtype, const at::Device& device)
+    : config_(model->config()),
+      device_(device),
+      batch_(batch),
+      capacity_(capacity == 0 ? model->config().context : capacity),
+      cache_dtype_(cache_dtype) {
+  if (batch < 1)
+    throw std::invalid_argument("decoder: batch must be at least 1, got " + std::to_string(batch));
+  if (cache_dtype != kernels::DType::f32 && cache_dtype != kernels::DType::f16) {
+    throw std::invalid_argument(std::string("decoder: the KV cache holds float32 or float16, not ") +
+                                kernels::to_string(cache_dtype));
+  }
+  if (capacity_ < 1 || capacity_ > config_.context) {
+    throw std::invalid_argument("decoder: capacity must be in 1.." + std::to_string(config_.context) +
+                                ", got " + std::to_string(capacity));
+  }
+  // Our own copy, so that the caller's model stays where it is (the studio keeps one model for every job).
+  // Building it draws LibTorch's default generator for the initial weights that the copy then replaces.
+  model_ = SparseTransformer(config_);
+  copy_weights(model, model_);
+  model_->to(device_);
+  model_->eval();
+
+  // CUDA's decode kernel takes the queries in the caches' type; the CPU's takes fp32 queries over either.
+  attention_type_ = device_.is_cuda() ? torch_type(cache_dtype_) : at::kFloat;
+  const auto cache_options = at::TensorOptions().dtype(torch_type(cache_dtype_)).device(device_);
+  for (int layer = 0; layer < config_.layers; ++layer) {
+    patterns_.push_back(config_.layer_patterns(layer));
+    k_cache_.push_back(at::zeros({batch_, config_.heads, capacity_, config_.head_dim()}, cache_options));
+    v_cache_.push_back(at::zeros({batch_, config_.heads, capacity_, config_.head_dim()}, cache_options));
+  }
+}
+
+void TorchDecoder::check_tokens(const int32_t* tokens, int64_t count) const {
+  for (int64_t k = 0; k < count; ++k) {
+    if (tokens[k] < 0 || tokens[k] > 256) {
+      throw std::invalid_argument("decoder: input token " + std::to_string(tokens[k]) + " is outside 0..256");
+    }
+  }
+}
+
+at::Tensor TorchDecoder::input_tensor(const int32_t* tokens, int64_t samples, int64_t rows) const {
+  at::Tensor host = at::empty({samples, rows}, at::kLong);
+  int64_t* out = host.data_ptr<int64_t>();
+  for (int64_t k = 0; k < samples * rows; ++k) out[k] = tokens[k];
+  return host.to(device_);
+}
+
+void TorchDecoder::attend(int layer, const at::Tensor& q, const at::Tensor& out, const at::Tensor& lse,
+                          int64_t samples, int64_t rows) const {
+  const at::Tensor& k = k_cache_[static_cast<size_t>(layer)];
+  const at::Tensor& v = v_cache_[static_cast<size_t>(layer)];
+  detail::DeviceScope scope(q);
+  kernels::DecodeParams p;
+  p.k_cache = k.data_ptr();
+  p.v_cache = v.data_ptr();
+  p.k_stride = kernels::Strides{k.stride(0), k.stride(1), k.stride(2)};
+  p.v_stride = kernels::Strides{v.stride(0), v.stride(1), v.stride(2)};
+  // q and out are [samples, rows, heads, head_dim]: one decode call per row, each a [samples, heads] batch.
+  p.q_stride = kernels::Strides{q.stride(0), q.stride(2), 0};
+  p.out_stride = kernels::Strides{out.stride(0), out.stride(2), 0};
+  p.batch = samples;
+  p.heads = config_.heads;
+  p.head_dim = config_.head_dim();
+  p.capacity = capacity_;
+  p.dtype = detail::kernel_dtype(q);
+  p.cache_dtype = cache_dtype_;
+  p.device = scope.device;
+  p.stream = scope.stream;
+  p.patterns = patterns_[static_cast<size_t>(layer)].data();
+  const auto* q_rows = static_cast<const unsigned char*>(q.data_ptr());
+  auto* out_rows = static_cast<unsigned char*>(out.data_ptr());
+  const int64_t q_row_bytes = q.stride(1) * q.element_size(),
+                out_row_bytes = out.stride(1) * out.element_size();
+  for (int64_t r = 0; r < rows; ++r) {
+    p.q = q_rows + r * q_row_bytes;
+    p.out = out_rows + r * out_row_bytes;
+    p.position = position_ + r;
+    p.lse = r == rows - 1 && lse.defined() ? lse.data_ptr<float>() : nullptr;
+    kernels::attention_decode(p);
+  }
+}
+
+at::Tensor TorchDecoder::run_blocks(at::Tensor h, int64_t samples, int64_t rows) {
+  const int64_t heads = config_.heads, head_dim = config_.head_dim(), d = config_.d_model;
+  for (int layer = 0; layer < config_.layers; ++layer) {
+    ResidualBlock& block = model_->block_list[static_cast<size_t>(layer)];
+    // The same computation as ResidualBlockImpl::branch, on the new rows only: [samples, rows, 3, heads, hd].
+    const at::Tensor qkv =
+        block->qkv->forward(block->norm_attention->forward(h)).view({samples, rows, 3, heads, head_dim});
+    // Keys and values of the new rows into the caches, [samples, heads, rows, head_dim] at position_.
+    at::Tensor k_rows = k_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
+    at::Tensor v_rows = v_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
+    k_rows.copy_(qkv.select(2, 1).transpose(1, 2));
+    v_rows.copy_(qkv.select(2, 2).transpose(1, 2));
+    const at::Tensor q = qkv.select(2, 0).to(attention_type_).contiguous();
+    const at::Tensor attended = at::empty_like(q);
+    const bool probing = layer == probe_layer_;
+    const at::Tensor lse =
+        probing ? at::empty({samples, heads}, at::TensorOptions().dtype(at::kFloat).device(device_))
+                : at::Tensor();
+    attend(layer, q, attended, lse, samples, rows);
+    if (probing) {
+      probe_q_ = q.select(1, rows - 1).select(1, probe_head_).to(at::kFloat).clone();
+      probe_lse_ = lse.select(1, probe_head_).clone();
+      probe_position_ = position_ + rows - 1;
+      probe_of_prefix_ = samples < batch_;
+    }
+    const at::Tensor a = block->attention_out->forward(attended.to(at::kFloat).view({samples, rows, d}));
+    const at::Tensor b =
+        block->ff_out->forward(gelu_sigmoid(block->ff_in->forward(block->norm_ff->forward(h + a))));
+    h = h + (a + b);  // the forward's order: h + branch(h), branch = a + b
+  }
+  return h;
+}
+
+void TorchDecoder::step(const int32_t* input_tokens, float* logits) {
+  if (position_ >= capacity_) {
+    throw std::out_of_range("decoder: position " + std::to_string(position_) + " is past the capacity of " +
+                            std::to_string(capacity_));
+  }
+  check_tokens(input_tokens, batch_);
+  at::NoGradGuard no_grad;
+  const at::Tensor h = run_blocks(model_->embed(input_tensor(input_tokens, batch_, 1), position_), batch_, 1);
+  // The one copy to the host per step.
+  const at::Tensor host = model_->head(h).reshape({batch_, 256}).to(at::kFloat).to(at::kCPU).contiguous();
+  std::memcpy(logits, host.data_ptr<float>(), static_cast<size_t>(batch_ * 256) * sizeof(float));
+  ++position_;
+}
+
+void TorchDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count) {
+  if (count < 1) throw std::invalid_argument("decoder: a common prefix needs at least one position");
+  if (position_ != common_prefix_) {
+    throw std::logic_error("decoder: a common prefix must come before any step of the samples' own");
+  }
+  if (position_ + count > capacity_) {
+    throw std::out_of_range("decoder: positions " + std::to_string(position_) + ".." +
+                            std::to_string(position_ + count - 1) + " are past the capacity of " +
+                            std::to_string(capacity_));
+  }
+  check_tokens(input_tokens, count);
+  at::NoGradGuard no_grad;
+  // Sample 0 alone, all `count` rows at once; the others get its keys and values.
+  run_blocks(model_->embed(input_tensor(input_tokens, 1, count), position_), 1, count);
+  if (batch_ > 1) {
+    for (size_t layer = 0; layer < k_cache_.size(); ++layer) {
+      for (at::Tensor* cache : {&k_cache_[layer], &v_cache_[layer]}) {
+        cache->narrow(0, 1, batch_ - 1)
+            .narrow(2, position_, count)
+            .copy_(cache->narrow(0, 0, 1).narrow(2, position_, count));
+      }
+    }
+  }
+  position_ += count;
+  common_prefix_ = position_;
+}
+
+void TorchDecoder::rewind(int64_t position) {
+  if (position < 0 || position > position_) {
+    throw std::out_of_range("decoder: cannot rewind to " + std::to_string(position) + " from " +
+                            std::to_string(position_));
+  }
+  position_ = position;
+  common_prefix_ = std::min(common_prefix_, position);
+  probe_position_ = -1;
+}
+
+void TorchDecoder::set_probe(int layer, int head) {
+  if (layer < 0) {
+    probe_layer_ = -1;
+    return;
+  }
+  check_probe_head(config_, layer, head);
+  probe_layer_ = layer;
+  probe_head_ = head;
+  probe_position_ = -1;
+}
+
+void TorchDecoder::probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const {
+  positions.clear();
+  weights.clear();
+  if (probe_layer_ < 0 || probe_position_ < 0 || sample < 0 || sample >= batch_) return;
+  if (probe_of_prefix_) sample = 0;  // a prefix was computed for sample 0, and every sample shares it
+  positions = kernels::attended_set(
+      patterns_[static_cast<size_t>(probe_layer_)][static_cast<size_t>(probe_head_)], probe_position_);
+  // w_j = exp(scale q.k_j - lse) with the kernel's own normaliser, computed where the keys are.
+  at::NoGradGuard no_grad;
+  const at::Tensor index = at::tensor(positions, at::kLong).to(device_);
+  const at::Tensor keys =
+      k_cache_[static_cast<size_t>(probe_layer_)][sample][probe_head_].index_select(0, index).to(at::kFloat);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
+  const at::Tensor w =
+      at::exp(keys.matmul(probe_q_[sample]) * scale - probe_lse_[sample]).to(at::kCPU).contiguous();
+  const float* data = w.data_ptr<float>();
+  weights.assign(data, data + w.numel());
+}
+
+void check_probe_head(const ModelConfig& config, int layer, int head) {
+  if (layer >= config.layers || head < 0 || head >= config.heads) {
+    throw std::out_of_range("decoder: no layer " + std::to_string(layer) + " head " + std::to_string(head) +
+                            " (the model has " + std::to_string(config.layers) + " layers of " +
+                            std::to_string(config.heads) + " heads)");
+  }
+}
+
+std::unique_ptr<TokenDecoder> make_decoder(SparseTransformer& model, int64_t batch, int64_t capacity,
+                                           kernels::DType cache_dtype, const at::Device& device) {
+  if (device.is_cpu()) return std::make_unique<IncrementalDecoder>(model, batch, capacity, cache_dtype);
+  return std::make_unique<TorchDecoder>(model, batch, capacity, cache_dtype, device);
+}
+
+}  // namespace stx::models
