@@ -1,6 +1,5 @@
 #include "sample_command.h"
 
-
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cmath>
@@ -13,6 +12,7 @@
 #include "stx/engine/atomic_file.h"
 #include "stx/engine/audio_io.h"
 #include "stx/engine/checkpoint.h"
+#include "stx/engine/device.h"
 #include "stx/engine/error.h"
 #include "stx/engine/export.h"
 #include "stx/engine/image_io.h"
@@ -40,6 +40,8 @@ void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
                "keys and values kept as float16 (half the memory, faster late in long audio) or float32 (the "
                "forward pass's attention to float rounding)")
       ->check(CLI::IsMember({"float16", "float32"}))
+      ->capture_default_str();
+  c.add_option("--device", o.device, "where to generate: cpu, cuda, or auto (the CPU, faster for generation)")
       ->capture_default_str();
   c.add_flag("--force", o.force, "replace existing output files");
   c.add_flag("--quiet", o.quiet, "print only errors and the result");
@@ -91,8 +93,11 @@ CLI::App* add_sample_command(CLI::App& app, SampleCommandOptions& o) {
 int run_sample_command(SampleCommandOptions& o) {
   require_between("--n", o.count, 1, 256);
   engine::SamplingSettings settings{o.temperature, o.top_k, o.top_p};
+  std::string device;
   try {
     settings.validate();
+    // Before the model is loaded: --device cuda on a machine without one is a usage error (exit 2).
+    device = engine::resolve_generation_device(o.device);
   } catch (const engine::Error& e) {
     throw UsageError(e.what());
   }
@@ -106,6 +111,7 @@ int run_sample_command(SampleCommandOptions& o) {
   request.settings = settings;
   request.seed = o.seed;
   request.half_precision_cache = o.kv_cache == "float16";
+  request.device = device;
   engine::ExportInfo info;
   info.model_name = c.name;
   info.model_hash = bundle.weights_hash;
@@ -249,10 +255,10 @@ int run_sample_command(SampleCommandOptions& o) {
                   result.prompt_seconds);
     after_prompt = text;
   }
-  std::fprintf(stderr, "%s%lld bytes generated in %.1f s (%.0f tok/s)%s, seed %llu\n",
+  std::fprintf(stderr, "%s%lld bytes generated in %.1f s (%.0f tok/s)%s, seed %llu, on %s\n",
                result.cancelled ? "stopped: " : "", static_cast<long long>(result.generated_bytes),
                result.seconds - result.prompt_seconds, result.tokens_per_second, after_prompt.c_str(),
-               static_cast<unsigned long long>(result.seed));
+               static_cast<unsigned long long>(result.seed), result.device.c_str());
   return result.cancelled ? kExitInterrupted : 0;
 }
 

@@ -26,6 +26,7 @@ struct SampleCommandOptions {
   int top_k = 0;
   bool force = false, quiet = false;
   std::string kv_cache = "float16";  // float16 or float32: SampleRequest::half_precision_cache
+  std::string device = "auto";       // cpu, cuda or auto: SampleRequest::device
 };
 
 // Adds `sample` with its three subcommands; returns `sample`.

@@ -1,10 +1,10 @@
 #include "train_command.h"
 
 #include <ATen/Parallel.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,12 +16,13 @@
 #include <thread>
 #include <vector>
 
+#include "interrupt.h"
 #include "option_checks.h"
 #include "pattern_options.h"
-#include "interrupt.h"
 #include "progress_printer.h"
 #include "stx/engine/atomic_file.h"
 #include "stx/engine/checkpoint.h"
+#include "stx/engine/device.h"
 #include "stx/engine/error.h"
 #include "stx/engine/trainer.h"
 #include "stx/models/model_config.h"
@@ -168,6 +169,8 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
   o.distributed = engine::DistributedSettings::from_environment();
   try {
     o.validate();
+    // --device cuda on a machine without one is a usage error (exit 2), said before anything starts.
+    engine::resolve_device_name(o.device);
   } catch (const engine::Error& e) {
     throw UsageError(e.what());
   }

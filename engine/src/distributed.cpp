@@ -1,8 +1,15 @@
 #include "stx/engine/distributed.h"
 
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+// STX_TORCH_NCCL: a CUDA LibTorch built with NCCL (engine/CMakeLists.txt), whose header needs USE_C10D_NCCL.
+#ifdef STX_TORCH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <chrono>
 #include <cstdlib>
@@ -36,13 +43,33 @@ DistributedSettings DistributedSettings::from_environment() {
   return s;
 }
 
+// What the Gloo and NCCL groups share. LibTorch 2.x split ProcessGroup into a front and per-device
+// Backends, and ProcessGroupGloo / ProcessGroupNCCL became Backends; in 1.13 they are ProcessGroups.
+#if TORCH_VERSION_MAJOR >= 2
+using Group = c10d::Backend;
+#else
+using Group = c10d::ProcessGroup;
+#endif
+
+bool nccl_built() {
+#ifdef STX_TORCH_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
 struct DataParallel::Impl {
   DistributedSettings settings;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  c10::intrusive_ptr<Group> group;
+  at::Device device{at::kCPU};  // where the tensors that travel live: NCCL takes CUDA tensors only
+  std::string backend;
 };
 
-DataParallel::DataParallel(const DistributedSettings& settings) : impl_(std::make_unique<Impl>()) {
+DataParallel::DataParallel(const DistributedSettings& settings, const at::Device& device)
+    : impl_(std::make_unique<Impl>()) {
   impl_->settings = settings;
+  impl_->device = device;
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<uint16_t>(settings.master_port);
@@ -50,9 +77,32 @@ DataParallel::DataParallel(const DistributedSettings& settings) : impl_(std::mak
     store_options.numWorkers = static_cast<size_t>(settings.world_size);
     store_options.timeout = std::chrono::minutes(5);
     auto store = c10::make_intrusive<c10d::TCPStore>(settings.master_addr, store_options);
-    auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(30));
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(settings.master_addr));
-    impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, settings.rank, settings.world_size, options);
+    // NCCL wants a GPU of its own for each process; processes of one machine that share a GPU use Gloo.
+    const bool gpu_each = static_cast<int64_t>(torch::cuda::device_count()) >= settings.world_size;
+#ifdef STX_TORCH_NCCL
+    if (device.is_cuda() && gpu_each) {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = std::chrono::minutes(30);
+      impl_->group =
+          c10::make_intrusive<c10d::ProcessGroupNCCL>(store, settings.rank, settings.world_size, options);
+      impl_->backend = "NCCL";
+    }
+#endif
+    if (!impl_->group) {
+      auto options = c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(30));
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(settings.master_addr));
+      impl_->group =
+          c10::make_intrusive<c10d::ProcessGroupGloo>(store, settings.rank, settings.world_size, options);
+      impl_->backend = "Gloo";
+      // Gloo reduces CUDA tensors too, through host copies: slower than NCCL, but it works.
+      if (device.is_cuda()) {
+        impl_->backend += !nccl_built() ? " (this LibTorch has no NCCL)"
+                          : !gpu_each   ? " (NCCL needs a GPU for each process; " +
+                                            std::to_string(torch::cuda::device_count()) + " for " +
+                                            std::to_string(settings.world_size) + " processes)"
+                                      : "";
+      }
+    }
   } catch (const std::exception& e) {
     throw Error("data-parallel start-up failed (rank " + std::to_string(settings.rank) + " of " +
                 std::to_string(settings.world_size) + ", " + settings.master_addr + ":" +
@@ -64,6 +114,7 @@ DataParallel::~DataParallel() = default;
 
 int DataParallel::rank() const { return impl_->settings.rank; }
 int DataParallel::world_size() const { return impl_->settings.world_size; }
+const std::string& DataParallel::backend() const { return impl_->backend; }
 
 void DataParallel::average_gradients(const std::vector<at::Tensor>& parameters) {
   std::vector<at::Tensor> grads;
@@ -89,9 +140,10 @@ void DataParallel::broadcast(std::vector<at::Tensor>& tensors) {
 }
 
 std::vector<double> DataParallel::sum(const std::vector<double>& values) {
-  std::vector<at::Tensor> flat = {at::tensor(values, at::kDouble)};
+  std::vector<at::Tensor> flat = {at::tensor(values, at::kDouble).to(impl_->device)};
   impl_->group->allreduce(flat)->wait();
-  return std::vector<double>(flat[0].data_ptr<double>(), flat[0].data_ptr<double>() + values.size());
+  const at::Tensor host = flat[0].to(at::kCPU);
+  return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + values.size());
 }
 
 }  // namespace stx::engine

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <random>
 
+#include "stx/engine/device.h"
 #include "stx/engine/error.h"
-#include "stx/models/decoder.h"
+#include "stx/models/token_decoder.h"
 
 namespace stx::engine {
 namespace {
@@ -127,11 +128,15 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
   auto emit = [&](const Event& e) {
     if (sink) sink(e);
   };
-  emit(SampleStarted{result.seed, count, prompt, length});
+  const std::string device = resolve_generation_device(request.device);
+  result.device = device_description(device);
+  emit(SampleStarted{result.seed, count, prompt, length, result.device});
 
-  models::IncrementalDecoder decoder(model, count, length,
-                                     request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32);
-  if (request.probe_layer >= 0) decoder.set_probe(request.probe_layer, request.probe_head);
+  // IncrementalDecoder on the CPU, TorchDecoder on CUDA (token_decoder.h).
+  const std::unique_ptr<models::TokenDecoder> decoder = models::make_decoder(
+      model, count, length, request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32,
+      device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU));
+  if (request.probe_layer >= 0) decoder->set_probe(request.probe_layer, request.probe_head);
   std::vector<std::mt19937_64> rngs;
   for (int64_t k = 0; k < count; ++k) rngs.emplace_back(mix(result.seed ^ mix(static_cast<uint64_t>(k))));
   result.samples.assign(static_cast<size_t>(count), request.prompt);
@@ -196,7 +201,7 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
         probe.layer = request.probe_layer;
         probe.head = request.probe_head;
         probe.position = done - 1;
-        decoder.probe(k, probe.positions, probe.weights);
+        decoder->probe(k, probe.positions, probe.weights);
         emit(probe);
       }
     }
@@ -244,11 +249,11 @@ SampleResult sample(models::SparseTransformer& model, const SampleRequest& reque
         const int64_t at = position + k;
         prompt_inputs[static_cast<size_t>(k)] = at == 0 ? 256 : request.prompt[static_cast<size_t>(at - 1)];
       }
-      decoder.step_common_prefix(prompt_inputs.data(), chunk);
+      decoder->step_common_prefix(prompt_inputs.data(), chunk);
       position += chunk - 1;
     } else {
       for (int64_t k = 0; k < count; ++k) inputs[k] = position == 0 ? 256 : fed[k][position - 1];
-      decoder.step(inputs.data(), logits.data());
+      decoder->step(inputs.data(), logits.data());
     }
     if (done == 0) first_done = position + 1;
     done = position + 1;

@@ -5,9 +5,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <torch/types.h>  // clip_grad.h uses torch::Tensor without including it
-#include <torch/nn/utils/clip_grad.h>
+#include <torch/types.h>  // first: clip_grad.h uses torch::Tensor without including it
+
 #include <torch/cuda.h>
+#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/crops.h"
 #include "stx/engine/dataset.h"
+#include "stx/engine/device.h"
 #include "stx/engine/distributed.h"
 #include "stx/engine/error.h"
 #include "stx/engine/evaluate.h"
@@ -84,16 +86,13 @@ void log(const Run& run, const EventSink& sink, const std::string& text, LogLine
   emit(run, sink, LogLine{level, text});
 }
 
-// "cpu", "cuda" or "auto" (TrainOptions::validate has refused anything else) as a device. CUDA needs a CUDA
-// LibTorch and a device; the Debian LibTorch has none.
-at::Device resolve_device(const std::string& name) {
-  const bool cuda = torch::cuda::is_available();
-  if (name == "cpu" || (name == "auto" && !cuda)) return at::Device(at::kCPU);
-  if (!cuda) {
-    throw Error("--device cuda: no CUDA device is available (this build's LibTorch or this machine has none); "
-                "use --device cpu");
-  }
-  return at::Device(at::kCUDA, 0);
+// "cpu", "cuda" or "auto" (TrainOptions::validate has refused anything else) as a device (device.h).
+// Data-parallel processes on a machine with several GPUs take one each: rank r trains on GPU r mod count.
+at::Device resolve_device(const std::string& name, int rank) {
+  if (resolve_device_name(name) != "cuda") return at::Device(at::kCPU);
+  const auto count =
+      static_cast<int>(std::max<int64_t>(1, static_cast<int64_t>(torch::cuda::device_count())));
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(rank % count));
 }
 
 // Builds the model and optimiser of a new run, or restores them from a checkpoint.
@@ -150,8 +149,11 @@ void prepare(Run& run, const EventSink& sink) {
   run.recipe = recipe_to_json(o);
   run.state.world_size = o.distributed.world_size;
 
-  run.device = resolve_device(o.device);
-  if (run.device.is_cuda()) log(run, sink, "training on CUDA device " + std::to_string(run.device.index()));
+  run.device = resolve_device(o.device, o.distributed.rank);
+  if (run.device.is_cuda()) {
+    log(run, sink,
+        "training on " + device_description("cuda") + " (device " + std::to_string(run.device.index()) + ")");
+  }
   at::manual_seed(o.seed);
   run.model = models::SparseTransformer(run.config);
   if (resumed) {
@@ -404,7 +406,10 @@ JobEnded train(TrainOptions options, const EventSink& sink, const std::atomic<bo
     prepare(run, sink);
     reuse_freed_memory(!run.config.recompute);
     if (run.options.distributed.world_size > 1) {
-      run.parallel = std::make_unique<DataParallel>(run.options.distributed);
+      run.parallel = std::make_unique<DataParallel>(run.options.distributed, run.device);
+      log(run, sink,
+          "data-parallel over " + std::to_string(run.parallel->world_size()) + " processes through " +
+              run.parallel->backend());
     }
     end = run_training(run, sink, cancel);
   } catch (const Error& e) {

@@ -9,10 +9,14 @@ namespace stx::studio {
 
 DeviceBox::DeviceBox(QWidget* parent) : QComboBox(parent) {
   const CudaStatus& cuda = cuda_status();
-  addItem(cuda.available ? tr("Automatic (%1)").arg(cuda.description)
+  addItem(cuda.available ? tr("Automatic (trains on %1, generates on the CPU)").arg(cuda.description)
                          : tr("Automatic (CPU: no CUDA device found)"),
           QStringLiteral("auto"));
-  setItemData(0, tr("The CUDA GPU when there is one, the CPU otherwise"), Qt::ToolTipRole);
+  setItemData(
+      0,
+      tr("Training on the CUDA GPU when there is one. Generating on the CPU, which decodes a few samples "
+         "faster than our GPU decoder does"),
+      Qt::ToolTipRole);
   addItem(tr("CPU"), QStringLiteral("cpu"));
   addItem(cuda.available ? tr("CUDA GPU") : tr("CUDA GPU (not available)"), QStringLiteral("cuda"));
   if (cuda.available) {

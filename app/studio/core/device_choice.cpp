@@ -12,25 +12,6 @@ namespace {
 const QString kCpu = QStringLiteral("cpu");
 const QString kCuda = QStringLiteral("cuda");
 
-// The engine says why "cuda" cannot run only in the error it throws for it:
-// "<option> cuda: <why>; use <option> cpu". The reason alone reads better in a tooltip; a message of another
-// form is kept whole.
-QString reason_cuda_is_unavailable() {
-  const std::string option = "device";
-  try {
-    stx::engine::resolve_device_name("cuda", option);
-  } catch (const std::exception& e) {
-    QString reason = QString::fromStdString(e.what());
-    const QString prefix = QString::fromStdString(option + " cuda: ");
-    const QString suffix = QString::fromStdString("; use " + option + " cpu");
-    if (reason.startsWith(prefix) && reason.endsWith(suffix)) {
-      reason = reason.mid(prefix.size(), reason.size() - prefix.size() - suffix.size());
-    }
-    return reason;
-  }
-  return QObject::tr("no CUDA device was found");
-}
-
 }  // namespace
 
 const CudaStatus& cuda_status() {
@@ -40,16 +21,18 @@ const CudaStatus& cuda_status() {
     if (s.available) {
       s.description = QString::fromStdString(stx::engine::device_description("cuda"));
     } else {
-      s.reason = reason_cuda_is_unavailable();
+      s.reason = QString::fromStdString(stx::engine::cuda_unavailable_reason());
     }
     return s;
   }();
   return status;
 }
 
-QString describe_device(const QString& device) {
+QString describe_device(const QString& device, Job job) {
   const CudaStatus& cuda = cuda_status();
   if (device == kCpu) return QStringLiteral("CPU");
+  // Automatic generates on the CPU, faster than our GPU decoder (engine/device.h: resolve_generation_device).
+  if (device != kCuda && job == Job::generation) return QStringLiteral("CPU");
   if (cuda.available) return cuda.description;
   return device == kCuda ? QObject::tr("CUDA GPU (none found)") : QStringLiteral("CPU");
 }

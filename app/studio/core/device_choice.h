@@ -1,4 +1,5 @@
-// Where the studio runs models: "auto" (the GPU when there is one), "cpu" or "cuda", the names
+// Where the studio runs models: "auto" (training on the GPU when there is one, generating on the CPU), "cpu"
+// or "cuda", the names
 // SampleRequest::device and TrainOptions::device take. Tabs and the status bar describe a choice with
 // describe_device(); Edit > Preferences and the training wizard offer the choices through DeviceBox
 // (device_box.h). No widgets here: the engine worker checks requests with device_problem().
@@ -13,13 +14,14 @@ namespace stx::studio {
 struct CudaStatus {
   bool available = false;
   QString description;  // "CUDA: NVIDIA H100 80GB HBM3" when available
-  QString reason;       // when not: why, in the engine's words ("this build has no CUDA kernels")
+  QString reason;       // when not: why, in the engine's words (engine::cuda_unavailable_reason)
 };
 const CudaStatus& cuda_status();
 
-// Where `device` runs here, as the status bar says it: "CPU", "CUDA: <name>", or for "cuda" with no GPU,
-// "CUDA GPU (none found)".
-QString describe_device(const QString& device);
+// Where `device` runs a job here, as the status bar says it: "CPU", "CUDA: <name>", or for "cuda" with no
+// GPU, "CUDA GPU (none found)". "auto" trains on the GPU when there is one but generates on the CPU.
+enum class Job { generation, training };
+QString describe_device(const QString& device, Job job = Job::generation);
 
 // Why a job cannot run on `device` here, in plain words naming the preference: only "cuda" on a machine
 // without a CUDA device. Empty when it can run.

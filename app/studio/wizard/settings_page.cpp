@@ -348,7 +348,7 @@ void SettingsPage::showEstimate() {
                locale.toString(steps_->value()), format_duration(total),
                locale.formattedDataSize(static_cast<qint64>(estimate_->memory_bytes)));
   // The engine measures on the CPU whatever the device: a run on the GPU says the estimate is not its.
-  const QString trainsOn = describe_device(device_->device());
+  const QString trainsOn = describe_device(device_->device(), Job::training);
   const QString parameters = locale.toString(static_cast<qint64>(estimate_->parameters));
   text += QLatin1Char('\n') +
           (trainsOn == QLatin1String("CPU")

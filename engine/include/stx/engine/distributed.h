@@ -1,5 +1,6 @@
-// Data-parallel training across processes through LibTorch's c10d: ProcessGroupGloo on CPU. We never
-// build our own communication layer; this only wires the standard environment variables to it.
+// Data-parallel training across processes through LibTorch's c10d: ProcessGroupNCCL for CUDA training where
+// LibTorch was built with NCCL, ProcessGroupGloo otherwise. We never build our own communication layer; this
+// only wires the standard environment variables to it.
 //
 //   RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT   (the same variables torchrun sets)
 //
@@ -20,10 +21,13 @@ namespace stx::engine {
 class DataParallel {
  public:
   // Connects to the others (rank 0 hosts the TCP store). Throws Error if they do not arrive in time.
-  explicit DataParallel(const DistributedSettings& settings);
+  // `device`: where the model trains; a CUDA device picks NCCL when LibTorch has it.
+  DataParallel(const DistributedSettings& settings, const at::Device& device);
   ~DataParallel();
   int rank() const;
   int world_size() const;
+  // "NCCL" or "Gloo" (with why, where CUDA training falls back to Gloo).
+  const std::string& backend() const;
   // Sums every gradient over the processes and divides by world_size, in one flat all-reduce.
   void average_gradients(const std::vector<at::Tensor>& parameters);
   // Copies rank 0's tensors to everyone (the initial weights).

@@ -50,6 +50,7 @@ struct SampleStarted {
   int64_t count = 0;          // samples decoded together
   int64_t prompt_bytes = 0;   // bytes every sample starts with
   int64_t length = 0;         // total bytes per sample, prompt included
+  std::string device;         // where it runs, for people: "CPU", "CUDA: <device name>"
 };
 
 // Sampling made progress (throttled: a few times a second at most).

@@ -1,4 +1,4 @@
-// Generation: samples from a model byte by byte through models::IncrementalDecoder (a KV cache per layer,
+// Generation: samples from a model byte by byte through a models::TokenDecoder (a KV cache per layer,
 // each step attending only to A(i)), streaming every new byte, and on request one head's attention, to an
 // EventSink.
 //

@@ -52,8 +52,9 @@ struct TrainOptions {
   uint64_t seed = 1;             // weights, crops and dropout
   double validation_fraction = 0.05;
   bool deterministic = false;    // one thread: a resumed run then matches an uninterrupted one bit for bit
-  // Where the model trains: "cpu", "cuda" (the first CUDA device; an error when there is none) or "auto"
-  // (CUDA when this build and machine have it). Not part of the recipe: a run may resume on another device.
+  // Where the model trains: "cpu", "cuda" (an error when there is none; data-parallel rank r takes GPU r mod
+  // count) or "auto" (CUDA when this build and machine have it). Not part of the recipe: a run may resume on
+  // another device.
   std::string device = "auto";
   // A checkpoint that cannot be written pauses training, and the save is retried this often.
   double save_retry_seconds = 30.0;
