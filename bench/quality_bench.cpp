@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include "stx/engine/evaluate.h"
 #include "stx/engine/export.h"
 #include "stx/engine/model_data.h"
+#include "tonality_bench.h"
 
 namespace stx::bench {
 namespace {
@@ -40,7 +42,9 @@ struct QualityOptions {
   std::string markdown_path, json_path;
   std::string work_dir;  // temporary files; default: a fresh folder under the system temp folder
   bool model_part = true, compressors_part = true;  // --skip-model / --skip-compressors
-  bool sliding = false;  // also score the model with sliding windows (text, audio)
+  bool sliding = false;                             // also score the model with sliding windows (text, audio)
+  bool samples = false;  // audio: also measure how tonal generated samples are (tonality_bench.h)
+  TonalityOptions tonality;
 };
 
 struct Row {
@@ -86,7 +90,8 @@ const std::vector<StreamTool>& stream_tools() {
 uint64_t compressed_size(const StreamTool& tool, const fs::path& in, const fs::path& out) {
   std::string command = tool.command;
   for (const auto& [key, value] : {std::pair<std::string, fs::path>{"{in}", in}, {"{out}", out}}) {
-    for (size_t at; (at = command.find(key)) != std::string::npos;) command.replace(at, key.size(), quoted(value));
+    for (size_t at; (at = command.find(key)) != std::string::npos;)
+      command.replace(at, key.size(), quoted(value));
   }
   run(command, tool.package);
   return size_of(out);
@@ -95,7 +100,8 @@ uint64_t compressed_size(const StreamTool& tool, const fs::path& in, const fs::p
 // Each stream compressor on the held-out bytes alone and given the training bytes before them.
 std::vector<Row> stream_rows(const fs::path& work, const std::vector<uint8_t>& train,
                              const std::vector<uint8_t>& held_out, const std::string& label) {
-  const fs::path held_file = work / "held_out.bin", train_file = work / "train.bin", both_file = work / "both.bin";
+  const fs::path held_file = work / "held_out.bin", train_file = work / "train.bin",
+                 both_file = work / "both.bin";
   write_bytes(held_file, held_out);
   write_bytes(train_file, train);
   std::vector<uint8_t> both = train;
@@ -122,7 +128,8 @@ std::vector<Row> stream_rows(const fs::path& work, const std::vector<uint8_t>& t
 std::vector<Row> windowed_stream_rows(const fs::path& work, const std::vector<uint8_t>& held_out,
                                       const models::ModelConfig& c, size_t record_bytes,
                                       const std::string& label) {
-  const auto windows = engine::evaluation_windows(held_out.size(), static_cast<size_t>(c.context), record_bytes);
+  const auto windows =
+      engine::evaluation_windows(held_out.size(), static_cast<size_t>(c.context), record_bytes);
   const fs::path window_file = work / "window.bin";
   std::vector<Row> rows;
   for (const StreamTool& tool : stream_tools()) {
@@ -135,7 +142,8 @@ std::vector<Row> windowed_stream_rows(const fs::path& work, const std::vector<ui
                                                     held_out.begin() + static_cast<std::ptrdiff_t>(last)));
       total += compressed_size(tool, window_file, work / ("window." + tool.extension));
     }
-    rows.push_back(Row{tool.name + label, 8.0 * static_cast<double>(total) / static_cast<double>(held_out.size()), -1,
+    rows.push_back(Row{tool.name + label,
+                       8.0 * static_cast<double>(total) / static_cast<double>(held_out.size()), -1,
                        "each " + std::to_string(c.context) + "-byte window alone, as the model"});
   }
   return rows;
@@ -154,7 +162,8 @@ std::vector<Row> image_codec_rows(const fs::path& work, const std::vector<uint8_
     std::snprintf(name, sizeof name, "%06zu.pnm", i);
     std::ofstream out(folder / name, std::ios::binary);
     out << magic << "\n" << c.image_width << " " << c.image_height << "\n255\n";
-    out.write(reinterpret_cast<const char*>(held_out.data() + i * record), static_cast<std::streamsize>(record));
+    out.write(reinterpret_cast<const char*>(held_out.data() + i * record),
+              static_cast<std::streamsize>(record));
   }
   struct Codec {
     std::string name, package, extension, command;  // command for one file: $f in, $o out
@@ -162,14 +171,16 @@ std::vector<Row> image_codec_rows(const fs::path& work, const std::vector<uint8_
   const std::vector<Codec> codecs = {
       {"PNG (optipng -o7)", "optipng", "png", "optipng -quiet -o7 -out \"$o\" \"$f\""},
       {"WebP lossless (cwebp -z 9)", "webp", "webp", "cwebp -quiet -lossless -z 9 \"$f\" -o \"$o\""},
-      {"JPEG XL lossless (cjxl -d 0 -e 9)", "libjxl-tools", "jxl", "cjxl \"$f\" \"$o\" -d 0 -e 9 --quiet 2>/dev/null"},
+      {"JPEG XL lossless (cjxl -d 0 -e 9)", "libjxl-tools", "jxl",
+       "cjxl \"$f\" \"$o\" -d 0 -e 9 --quiet 2>/dev/null"},
   };
   std::vector<Row> rows;
   const double bits = 8.0 / static_cast<double>(count * record);
   for (const Codec& codec : codecs) {
     std::fprintf(stderr, "  %s on %zu images...\n", codec.name.c_str(), count);
     // Two shells, each taking every other image, so both cores work.
-    std::string script = "cd " + quoted(folder) + " && pids= && for part in 0 1; do (i=0; for f in *.pnm; do " +
+    std::string script = "cd " + quoted(folder) +
+                         " && pids= && for part in 0 1; do (i=0; for f in *.pnm; do " +
                          "if [ $((i % 2)) = $part ]; then o=\"${f%.pnm}." + codec.extension + "\"; " +
                          codec.command + " || exit 1; fi; i=$((i + 1)); done) & pids=\"$pids $!\"; done; " +
                          "for p in $pids; do wait $p || exit 1; done";
@@ -194,8 +205,15 @@ Row flac_row(const fs::path& work, const std::vector<uint8_t>& held_out) {
   info.model_name = "quality bench";
   engine::write_wav(wav, held_out.data(), held_out.size(), 12000, info);
   run("flac -8 -f -s -o " + quoted(flac) + " " + quoted(wav), "flac");
-  return Row{"FLAC -8 (mu-law decoded to 16-bit)", static_cast<double>(size_of(flac)) * 8.0 / held_out.size(), -1,
-             "bits per sample"};
+  return Row{"FLAC -8 (mu-law decoded to 16-bit)", static_cast<double>(size_of(flac)) * 8.0 / held_out.size(),
+             -1, "bits per sample"};
+}
+
+std::string fixed_digits(double x, int digits) {
+  if (std::isnan(x)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, x);
+  return text;
 }
 
 std::string fixed(double x) {
@@ -219,8 +237,9 @@ int run_quality(const QualityOptions& o) {
     held_out.resize(std::min(held_out.size(), static_cast<size_t>(o.images) * data.record_bytes));
   }
 
-  fs::path work = o.work_dir.empty() ? fs::temp_directory_path() / ("stx-quality-" + std::to_string(::getpid()))
-                                     : fs::path(o.work_dir);
+  fs::path work = o.work_dir.empty()
+                      ? fs::temp_directory_path() / ("stx-quality-" + std::to_string(::getpid()))
+                      : fs::path(o.work_dir);
   fs::create_directories(work);
   struct Cleanup {
     fs::path path;
@@ -236,8 +255,8 @@ int run_quality(const QualityOptions& o) {
   if (o.model_part) {
     std::fprintf(stderr, "model %s on %zu held-out bytes...\n", c.name.c_str(), held_out.size());
     const auto start = std::chrono::steady_clock::now();
-    model = engine::evaluate_bits_per_byte(bundle.model, held_out, c.context, static_cast<int64_t>(data.record_bytes),
-                                           0, o.batch);
+    model = engine::evaluate_bits_per_byte(bundle.model, held_out, c.context,
+                                           static_cast<int64_t>(data.record_bytes), 0, o.batch);
     model_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     rows.push_back(Row{"STX " + c.name + " model (stx eval)", model.bits_per_byte, -1,
                        "each " + std::to_string(c.context) + "-byte window on its own"});
@@ -255,7 +274,8 @@ int run_quality(const QualityOptions& o) {
                                                                          : "";
     for (Row& row : stream_rows(work, data.train, held_out, stream_label)) rows.push_back(row);
     if (c.kind != models::DataKind::image) {
-      for (Row& row : windowed_stream_rows(work, held_out, c, data.record_bytes, stream_label)) rows.push_back(row);
+      for (Row& row : windowed_stream_rows(work, held_out, c, data.record_bytes, stream_label))
+        rows.push_back(row);
     }
     if (c.kind == models::DataKind::image) {
       for (Row& row : image_codec_rows(work, held_out, c)) rows.push_back(row);
@@ -263,12 +283,32 @@ int run_quality(const QualityOptions& o) {
     if (c.kind == models::DataKind::audio) rows.push_back(flac_row(work, held_out));
   }
 
+  std::vector<TonalityRow> tonality;
+  if (o.samples) {
+    if (c.kind != models::DataKind::audio) throw engine::Error("--samples measures audio models only");
+    tonality = measure_tonality(bundle.model, c.name, held_out, data.validation_files, o.data, o.tonality);
+  }
+
   std::ostringstream md;
-  md << "| " << models::to_string(c.kind) << ": method | bits/byte, held out alone | given the training data |\n"
-     << "|---|---|---|\n";
+  if (!rows.empty()) {
+    md << "| " << models::to_string(c.kind)
+       << ": method | bits/byte, held out alone | given the training data |\n"
+       << "|---|---|---|\n";
+  }
   for (const Row& row : rows) {
     md << "| " << row.method << (row.note.empty() ? "" : " (" + row.note + ")") << " | " << fixed(row.alone)
        << " | " << fixed(row.given_train) << " |\n";
+  }
+  if (!tonality.empty()) {
+    const double corpus = tonality.front().median_flatness;
+    md << (rows.empty() ? "" : "\n") << "| audio: what (temperature "
+       << fixed(o.tonality.settings.temperature)
+       << ") | seconds | frames | median spectral flatness | vs held out |\n|---|---|---|---|---|\n";
+    for (const TonalityRow& row : tonality) {
+      md << "| " << row.what << " | " << fixed(row.seconds) << " | " << row.frames << " | "
+         << fixed_digits(row.median_flatness, 4) << " | " << fixed_digits(row.median_flatness / corpus, 1)
+         << "x |\n";
+    }
   }
   std::printf("%s: %s, held out %zu bytes (%s)\n\n%s", c.name.c_str(), o.data.c_str(), held_out.size(),
               data.validation_files.empty() ? "" : data.validation_files.front().c_str(), md.str().c_str());
@@ -277,15 +317,34 @@ int run_quality(const QualityOptions& o) {
   }
   if (!o.markdown_path.empty()) engine::write_file_atomic(o.markdown_path, md.str());
   if (!o.json_path.empty()) {
-    nlohmann::ordered_json out = {{"model", bundle.folder.string()}, {"kind", models::to_string(c.kind)},
-                                  {"data", o.data}, {"held_out_bytes", held_out.size()},
+    nlohmann::ordered_json out = {{"model", bundle.folder.string()},
+                                  {"kind", models::to_string(c.kind)},
+                                  {"data", o.data},
+                                  {"held_out_bytes", held_out.size()},
                                   {"rows", nlohmann::ordered_json::array()}};
     for (const Row& row : rows) {
-      const auto measured = [](double x) { return x < 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(x); };
+      const auto measured = [](double x) {
+        return x < 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(x);
+      };
       out["rows"].push_back({{"method", row.method},
                              {"bits_per_byte", measured(row.alone)},
                              {"given_train_bits_per_byte", measured(row.given_train)},
                              {"note", row.note}});
+    }
+    if (!tonality.empty()) {
+      out["samples"] = {{"temperature", o.tonality.settings.temperature},
+                        {"top_k", o.tonality.settings.top_k},
+                        {"top_p", o.tonality.settings.top_p},
+                        {"rows", nlohmann::ordered_json::array()}};
+      for (const TonalityRow& row : tonality) {
+        out["samples"]["rows"].push_back(
+            {{"what", row.what},
+             {"seconds", row.seconds},
+             {"frames", row.frames},
+             {"median_spectral_flatness", std::isnan(row.median_flatness)
+                                              ? nlohmann::ordered_json()
+                                              : nlohmann::ordered_json(row.median_flatness)}});
+      }
     }
     engine::write_file_atomic(o.json_path, out.dump(2) + "\n");
   }
@@ -297,11 +356,16 @@ int run_quality(const QualityOptions& o) {
 void register_quality_command(CLI::App& parent) {
   auto options = std::make_shared<QualityOptions>();
   CLI::App* command = parent.add_subcommand(
-      "quality", "A model's bits/byte on its held-out data beside xz, bzip2, zstd and PPMd (and PNG, WebP, "
-                 "JPEG XL for images, FLAC for audio) on the same bytes");
-  command->add_option("--model", options->model, "a model folder, run folder or bundled name: image, audio, text")
+      "quality",
+      "A model's bits/byte on its held-out data beside xz, bzip2, zstd and PPMd (and PNG, WebP, "
+      "JPEG XL for images, FLAC for audio) on the same bytes");
+  command
+      ->add_option("--model", options->model,
+                   "a model folder, run folder or bundled name: image, audio, text")
       ->required();
-  command->add_option("--data", options->data, "the data the model was trained on (its held-out split is scored)")
+  command
+      ->add_option("--data", options->data,
+                   "the data the model was trained on (its held-out split is scored)")
       ->required();
   command->add_option("--images", options->images, "images only: score the first N held-out images (0 = all)")
       ->check(CLI::NonNegativeNumber)
@@ -316,9 +380,31 @@ void register_quality_command(CLI::App& parent) {
                     "text and audio: also score the model with sliding windows (stx eval --sliding)");
   command->add_flag("!--skip-compressors", options->compressors_part, "measure only the model");
   command->add_option("--work-dir", options->work_dir, "folder for temporary files (removed afterwards)");
+  command->add_flag(
+      "--samples", options->samples,
+      "audio: also generate unconditional samples (seeds 1..8, 4 s) and continuations of held-out "
+      "openings (2 s prompt), and compare their median spectral flatness with the held-out audio's");
+  command
+      ->add_option("--temperature", options->tonality.settings.temperature, "--samples: sampling temperature")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  command->add_option("--top-p", options->tonality.settings.top_p, "--samples: nucleus sampling (1 = off)")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  command->add_option("--unconditional", options->tonality.unconditional, "--samples: unconditional samples")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  command
+      ->add_option("--continuations", options->tonality.continuations,
+                   "--samples: held-out openings continued")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  command->add_option("--keep-samples", options->tonality.keep_dir,
+                      "--samples: write every sample as a WAV here");
   command->footer(
       "Example:\n  stx-bench quality --model text --data ~/stx-data/kjv/kjv.txt --json kjv.json\n"
-      "Needs Debian's xz-utils, bzip2, zstd, p7zip-full, and optipng, webp, libjxl-tools (images), flac (audio).");
+      "Needs Debian's xz-utils, bzip2, zstd, p7zip-full, and optipng, webp, libjxl-tools (images), flac "
+      "(audio).");
   command->callback([options] { run_quality(*options); });
 }
 

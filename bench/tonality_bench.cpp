@@ -1,0 +1,118 @@
+#include "tonality_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "stx/engine/audio_io.h"
+#include "stx/engine/error.h"
+#include "stx/engine/export.h"
+#include "stx/engine/sampler.h"
+#include "stx/engine/spectral_flatness.h"
+
+namespace stx::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+TonalityRow row_of(const std::string& what, const uint8_t* bytes, size_t count) {
+  const std::vector<double> frames = engine::frame_flatness_mulaw(bytes, count);
+  return TonalityRow{what, engine::median(frames), static_cast<int64_t>(frames.size()),
+                     static_cast<double>(count) / engine::kSampleRate};
+}
+
+// One group's pooled row: the median over all the frames of its samples.
+TonalityRow pooled_row(const std::string& what, const std::vector<std::vector<uint8_t>>& generated) {
+  std::vector<double> frames;
+  double seconds = 0;
+  for (const std::vector<uint8_t>& g : generated) {
+    const std::vector<double> f = engine::frame_flatness_mulaw(g.data(), g.size());
+    frames.insert(frames.end(), f.begin(), f.end());
+    seconds += static_cast<double>(g.size()) / engine::kSampleRate;
+  }
+  return TonalityRow{what, engine::median(frames), static_cast<int64_t>(frames.size()), seconds};
+}
+
+int64_t samples_of(double seconds) {
+  return static_cast<int64_t>(std::llround(seconds * engine::kSampleRate));
+}
+
+void keep(const TonalityOptions& o, const std::string& name, const std::vector<uint8_t>& bytes,
+          const std::string& model_name, uint64_t seed, const std::string& prompt) {
+  if (o.keep_dir.empty()) return;
+  fs::create_directories(o.keep_dir);
+  engine::ExportInfo info;
+  info.model_name = model_name;
+  info.seed = seed;
+  info.temperature = o.settings.temperature;
+  info.top_k = o.settings.top_k;
+  info.top_p = o.settings.top_p;
+  info.prompt = prompt;
+  engine::write_wav(o.keep_dir / name, bytes.data(), bytes.size(), engine::kSampleRate, info);
+}
+
+}  // namespace
+
+std::vector<TonalityRow> measure_tonality(models::SparseTransformer& model, const std::string& model_name,
+                                          const std::vector<uint8_t>& held_out,
+                                          const std::vector<std::string>& validation_files,
+                                          const fs::path& data_root, const TonalityOptions& o) {
+  const int64_t context = model->config().context;
+  std::vector<TonalityRow> rows;
+  rows.push_back(row_of("held-out corpus (" + std::to_string(validation_files.size()) + " files)",
+                        held_out.data(), held_out.size()));
+
+  std::vector<std::vector<uint8_t>> unconditional;
+  for (int s = 1; s <= o.unconditional; ++s) {
+    engine::SampleRequest request;
+    request.length = std::min(samples_of(o.unconditional_seconds), context);
+    request.settings = o.settings;
+    request.seed = static_cast<uint64_t>(s);
+    request.device = "cpu";
+    std::fprintf(stderr, "tonality: unconditional sample, seed %d...\n", s);
+    const engine::SampleResult r = engine::sample(model, request, {});
+    unconditional.push_back(r.samples.at(0));
+    rows.push_back(row_of("unconditional, seed " + std::to_string(s), unconditional.back().data(),
+                          unconditional.back().size()));
+    keep(o, "unconditional-seed" + std::to_string(s) + ".wav", unconditional.back(), model_name, r.seed,
+         "unconditional");
+  }
+  if (!unconditional.empty()) {
+    rows.push_back(pooled_row("unconditional, all " + std::to_string(unconditional.size()), unconditional));
+  }
+
+  std::vector<std::vector<uint8_t>> continued;
+  const size_t files = validation_files.size();
+  const int count =
+      static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(0, o.continuations)), files));
+  for (int c = 0; c < count; ++c) {
+    const std::string& name = validation_files[static_cast<size_t>(c) * files / static_cast<size_t>(count)];
+    const std::vector<uint8_t> audio = engine::load_audio_mulaw(data_root / name);
+    const int64_t prompt_length =
+        std::min<int64_t>(samples_of(o.prompt_seconds), static_cast<int64_t>(audio.size()));
+    if (prompt_length < 1) continue;
+    engine::SampleRequest request;
+    request.prompt.assign(audio.begin(), audio.begin() + prompt_length);
+    request.length = std::min(prompt_length + samples_of(o.continuation_seconds), context);
+    if (request.length <= prompt_length) {
+      throw engine::Error("--samples: a " + std::to_string(o.prompt_seconds) +
+                          " s prompt leaves no room in the " + std::to_string(context) + "-sample context");
+    }
+    request.settings = o.settings;
+    request.seed = static_cast<uint64_t>(c + 1);
+    request.device = "cpu";
+    std::fprintf(stderr, "tonality: continuing %s...\n", name.c_str());
+    const engine::SampleResult r = engine::sample(model, request, {});
+    const std::vector<uint8_t>& whole = r.samples.at(0);
+    continued.emplace_back(whole.begin() + prompt_length, whole.end());
+    rows.push_back(row_of("continuation of " + name, continued.back().data(), continued.back().size()));
+    keep(o, "continuation-" + std::to_string(c + 1) + ".wav", whole, model_name, r.seed, "clip " + name);
+  }
+  if (!continued.empty()) {
+    rows.push_back(pooled_row("continuations, all " + std::to_string(continued.size()), continued));
+  }
+  return rows;
+}
+
+}  // namespace stx::bench
