@@ -155,6 +155,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
   if (c.steps > 0) o.steps = c.steps;
   if (c.batch > 0) o.batch = c.batch;
   if (c.accumulation > 0) o.accumulation = c.accumulation;
+  if (c.window >= 0) o.window = c.window;
   if (c.lr > 0) o.learning_rate = c.lr;
   if (c.warmup_steps >= 0) o.warmup_steps = c.warmup_steps;
   if (c.min_lr_ratio >= 0) o.min_learning_rate_ratio = c.min_lr_ratio;
@@ -209,6 +210,12 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
       ->check(finite_between(0.0, 1.0));
   command->add_option("--context", o.context, "training sequence length (text and audio models)")
       ->check(whole_between(1, 4194304));
+  command
+      ->add_option(
+          "--window", o.window,
+          "train on crops of this many bytes, at most the context (a curriculum's early stages: cheaper "
+          "steps, more sequences each) [default: recipe's, 0 = the whole context]")
+      ->check(whole_between(0, 4194304));
   command->add_option("--precision", o.precision,
                       "activations of a new run or fine-tune: fp32, bf16 (the linear layers in bf16: on a CPU with "
                       "AVX512-BF16 steps take 1.2-1.6x less time; elsewhere the CPU trains in fp32) or fp16 (CUDA only) "

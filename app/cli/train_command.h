@@ -21,6 +21,7 @@ struct TrainCommandOptions {
   int64_t steps = 0;          // 0 = the recipe's (or 1000 for a new run)
   int64_t batch = 0;
   int64_t accumulation = 0;
+  int64_t window = -1;  // -1: the recipe's
   double lr = 0;
   int64_t warmup_steps = -1;   // -1 = the recipe's
   double min_lr_ratio = -1;    // -1 = the recipe's

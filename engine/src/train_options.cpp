@@ -34,6 +34,7 @@ void TrainOptions::validate() const {
   require(save_retry_seconds >= 0.001 && save_retry_seconds <= 86400, "save retry interval must be in [0.001, 86400] s");
   require(steps >= 1 && steps <= 100'000'000, "--steps must be in [1, 100000000]");
   require(batch >= 1 && batch <= 65536, "--batch must be in [1, 65536]");
+  require(window >= 0 && window <= (int64_t{1} << 22), "--window must be in [0, 4194304]");
   require(accumulation >= 1 && batch % accumulation == 0,
           "--accumulation must divide --batch (" + std::to_string(batch) + ")");
   require(distributed.world_size >= 1 && (batch / accumulation) % distributed.world_size == 0,
@@ -55,6 +56,7 @@ nlohmann::json recipe_to_json(const TrainOptions& o) {
           {"steps", o.steps},
           {"batch", o.batch},
           {"accumulation", o.accumulation},
+          {"window", o.window},
           {"learning_rate", o.learning_rate},
           {"min_learning_rate_ratio", o.min_learning_rate_ratio},
           {"warmup_steps", o.warmup_steps},
@@ -78,6 +80,7 @@ void recipe_from_json(const nlohmann::json& json, TrainOptions& o) {
   read(json, "steps", o.steps);
   read(json, "batch", o.batch);
   read(json, "accumulation", o.accumulation);
+  read(json, "window", o.window);
   read(json, "learning_rate", o.learning_rate);
   read(json, "min_learning_rate_ratio", o.min_learning_rate_ratio);
   read(json, "warmup_steps", o.warmup_steps);

@@ -68,6 +68,7 @@ std::string out_of_memory_message(const std::string& what) {
 struct Run {
   TrainOptions options;
   models::ModelConfig config;
+  int64_t window = 0;  // bytes per training sequence: options.window, or the context
   nlohmann::json recipe;
   models::SparseTransformer model{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer;
@@ -144,8 +145,19 @@ void prepare(Run& run, const EventSink& sink) {
   }
   // Before anything large is allocated: a step that cannot fit is refused with its size, rather than ended
   // part-way by the kernel's OOM killer.
+  if (o.window > run.config.context) {
+    throw Error("--window " + std::to_string(o.window) + " is longer than the model's context of " +
+                std::to_string(run.config.context) + " bytes");
+  }
+  if (o.window > 0 && o.window != run.config.context && run.config.kind == models::DataKind::image) {
+    throw Error("--window: an image model trains on whole images of " + std::to_string(run.config.context) +
+                " bytes");
+  }
+  run.window = o.window > 0 ? o.window : run.config.context;
   const int64_t world = std::max<int64_t>(1, o.distributed.world_size);
-  check_training_memory(run.config, std::max<int64_t>(1, o.batch / o.accumulation / world));
+  models::ModelConfig step_shape = run.config;  // what one step holds: window bytes per sequence
+  step_shape.context = run.window;
+  check_training_memory(step_shape, std::max<int64_t>(1, o.batch / o.accumulation / world));
   run.recipe = recipe_to_json(o);
   run.state.world_size = o.distributed.world_size;
 
@@ -257,7 +269,7 @@ bool train_step(Run& run, const CropSampler& crops, const std::atomic<bool>& can
   const int rank = run.parallel ? run.parallel->rank() : 0;
   const int64_t micro_batch = o.batch / o.accumulation;  // over all processes
   const int64_t local_batch = micro_batch / world;
-  const int64_t context = run.config.context;
+  const int64_t context = run.window;
   run.optimizer->zero_grad();
   double local_nats = 0;
   at::Tensor bytes = at::empty({local_batch, context}, at::kByte);
@@ -312,7 +324,7 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
 
   load_data(run, sink, cancel);
   if (cancel.load()) return JobEnded{JobEnded::Outcome::cancelled, "cancelled while reading the data", {}};
-  const CropSampler crops(run.data.train, static_cast<size_t>(run.config.context), run.data.record_bytes,
+  const CropSampler crops(run.data.train, static_cast<size_t>(run.window), run.data.record_bytes,
                           run.state.seed);
   if (run.parallel) {
     at::NoGradGuard no_grad;
@@ -321,8 +333,11 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
     run.parallel->broadcast(weights);
   }
   log(run, sink,
-      "model " + run.config.name + ": " + std::to_string(run.model->parameter_count()) + " parameters, context " +
-          std::to_string(run.config.context) + ", " + kernels::to_string(run.config.pattern) + " attention");
+      "model " + run.config.name + ": " + std::to_string(run.model->parameter_count()) +
+          " parameters, context " + std::to_string(run.config.context) + ", " +
+          kernels::to_string(run.config.pattern) + " attention" +
+          (run.window < run.config.context ? ", training windows of " + std::to_string(run.window) + " bytes"
+                                           : ""));
 
   run.model->train();
   const auto start = Clock::now();
@@ -346,7 +361,7 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
       throw Error("the loss became " + std::to_string(loss_bits) + " at step " + std::to_string(run.state.step) +
                   ": try a lower --lr");
     }
-    meter.add(seconds_since(step_start), static_cast<double>(o.batch * run.config.context));
+    meter.add(seconds_since(step_start), static_cast<double>(o.batch * run.window));
     TrainProgress progress;
     progress.step = run.state.step;
     progress.total_steps = o.steps;

@@ -96,6 +96,32 @@ TEST(Trainer, ATinyModelOverfitsATinyCorpus) {
   EXPECT_NEAR(bundle.state->last_bits_per_byte, events.validations.back().bits_per_byte, 1e-12);
 }
 
+TEST(Trainer, ShorterWindowsTrainTheFirstPositionsAndTheModelKeepsItsContext) {
+  stx::test::TempFolder tmp;
+  const fs::path data = stx::test::make_text_corpus(tmp / "data", 500);
+  TrainOptions o = stx::test::tiny_train_options(data, tmp / "run");
+  o.model.context = 128;
+  o.window = 32;
+  o.steps = 40;
+  o.checkpoint_every = 40;
+  const auto [events, end] = train_to_the_end(o);
+  ASSERT_EQ(end.outcome, JobEnded::Outcome::completed) << end.message;
+  EXPECT_LT(events.progress.back().loss_bits_per_byte, events.progress.front().loss_bits_per_byte - 1.0);
+  const ModelBundle bundle = load_checkpoint(resolve_checkpoint(tmp / "run"));
+  EXPECT_EQ(bundle.config.context, 128);  // the windows are a recipe choice, not the model's shape
+  EXPECT_EQ(bundle.training.at("window").get<int64_t>(), 32);
+  EXPECT_EQ(bundle.state->samples_drawn, 40 * o.batch);
+
+  // A window longer than the context is refused before anything is written.
+  TrainOptions too_long = stx::test::tiny_train_options(data, tmp / "run-long");
+  too_long.window = 65;  // the tiny model's context is 64
+  const JobEnded refused = stx::engine::train(too_long, nullptr, std::atomic<bool>{false});
+  EXPECT_EQ(refused.outcome, JobEnded::Outcome::failed);
+  EXPECT_NE(refused.message.find("--window 65 is longer than the model's context of 64"), std::string::npos)
+      << refused.message;
+  EXPECT_FALSE(fs::exists(tmp / "run-long" / "latest.json"));
+}
+
 TEST(Trainer, TheLastStepValidatesOnTheWholeSplitNotASample) {
   // A few windows along the way keep validation cheap, but the figure a finished model carries must be its
   // held-out figure: the last step scores every window.

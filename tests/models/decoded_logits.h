@@ -12,7 +12,8 @@ namespace stx::test {
 
 // Steps `decoder` from position `from` to the end of `bytes` ([B, T] long) and returns its [B, T, 256]
 // logits; rows before `from` stay zero.
-inline at::Tensor decoded_logits(stx::models::TokenDecoder& decoder, const at::Tensor& bytes, int64_t from = 0) {
+inline at::Tensor decoded_logits(stx::models::TokenDecoder& decoder, const at::Tensor& bytes,
+                                 int64_t from = 0) {
   const int64_t batch = bytes.size(0), length = bytes.size(1);
   at::Tensor out = at::zeros({batch, length, 256});
   std::vector<int32_t> inputs(static_cast<size_t>(batch));

@@ -38,6 +38,10 @@ struct TrainOptions {
   int64_t steps = 1000;          // total optimiser steps of the run (a resumed run continues up to this)
   int64_t batch = 8;             // sequences per optimiser step, over all processes and accumulation steps
   int64_t accumulation = 1;      // the batch is split in this many sequential micro-batches
+  // Bytes per training sequence; 0 is the model's context. Shorter windows (text and audio) train the first
+  // `window` positions on crops of that length: cheaper steps with more sequences each, for the early
+  // stages of a curriculum that ends at the whole context.
+  int64_t window = 0;
   double learning_rate = 3e-4;
   double min_learning_rate_ratio = 0.1;  // cosine decay ends at learning_rate * this
   int64_t warmup_steps = 100;
