@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "decoded_logits.h"
+#include "decoder_test_support.h"
 #include "stx/kernels/pattern.h"
 #include "stx/models/decoder.h"
 #include "stx/models/model_config.h"
@@ -25,46 +25,7 @@ using stx::models::IncrementalDecoder;
 using stx::models::ModelConfig;
 using stx::models::SparseTransformer;
 using stx::test::decoded_logits;
-
-ModelConfig small_config(Pattern pattern,
-                         stx::kernels::Combination mode = stx::kernels::Combination::merged) {
-  ModelConfig c;
-  c.name = "decoder-test";
-  c.kind = stx::models::DataKind::text;
-  c.context = 70;
-  c.d_model = 48;
-  c.layers = 3;
-  c.heads = 3;
-  c.d_ff = 80;  // not a multiple of any vector tile
-  c.pattern = pattern;
-  c.stride = 7;
-  c.summary = 2;
-  c.mode = mode;
-  c.block = 16;
-  c.dropout = 0.1;  // the decoder must match the model in eval mode, where dropout is off
-  return c;
-}
-
-ModelConfig image_config() {
-  ModelConfig c = small_config(Pattern::strided);
-  c.kind = stx::models::DataKind::image;
-  c.image_height = 5;
-  c.image_width = 4;
-  c.image_channels = 3;
-  c.context = 60;
-  c.stride = 12;  // one image row
-  return c;
-}
-
-// Weights far from the small initialisation, so that a wrong term cannot hide under the tolerance.
-SparseTransformer random_model(const ModelConfig& config) {
-  at::manual_seed(17);
-  SparseTransformer model(config);
-  at::NoGradGuard no_grad;
-  for (at::Tensor p : model->parameters()) p.copy_(at::randn(p.sizes()) * 0.3);
-  model->eval();
-  return model;
-}
+using stx::test::random_model;
 
 // [B, T, 256] logits of the full forward pass.
 at::Tensor full_logits(SparseTransformer& model, const at::Tensor& bytes) {
@@ -94,30 +55,37 @@ void expect_decode_equals_forward(const ModelConfig& config,
   // the same most likely byte nearly everywhere: what sampling at low temperature sees
   const double same_argmax = got.argmax(2).eq(want.argmax(2)).to(at::kDouble).mean().item<double>();
   EXPECT_GT(same_argmax, 0.99);
-  std::printf("%s cache: largest logit difference %.2e, same argmax %.4f\n", stx::kernels::to_string(cache), worst,
-              same_argmax);
+  std::printf("%s cache: largest logit difference %.2e, same argmax %.4f\n", stx::kernels::to_string(cache),
+              worst, same_argmax);
   EXPECT_EQ(decoder.position(), config.context);
   std::vector<int32_t> inputs(3, 0);
   std::vector<float> logits(3 * 256);
   EXPECT_THROW(decoder.step(inputs.data(), logits.data()), std::out_of_range);  // past the context
 }
 
-TEST(IncrementalDecoder, EqualsForwardDense) { expect_decode_equals_forward(small_config(Pattern::dense)); }
+TEST(IncrementalDecoder, EqualsForwardDense) {
+  expect_decode_equals_forward(stx::test::small_decoder_config(Pattern::dense));
+}
 TEST(IncrementalDecoder, EqualsForwardStrided) {
-  expect_decode_equals_forward(small_config(Pattern::strided));
+  expect_decode_equals_forward(stx::test::small_decoder_config(Pattern::strided));
 }
-TEST(IncrementalDecoder, EqualsForwardFixed) { expect_decode_equals_forward(small_config(Pattern::fixed)); }
+TEST(IncrementalDecoder, EqualsForwardFixed) {
+  expect_decode_equals_forward(stx::test::small_decoder_config(Pattern::fixed));
+}
 TEST(IncrementalDecoder, EqualsForwardFixedInterleaved) {
-  expect_decode_equals_forward(small_config(Pattern::fixed, stx::kernels::Combination::interleaved));
+  expect_decode_equals_forward(
+      stx::test::small_decoder_config(Pattern::fixed, stx::kernels::Combination::interleaved));
 }
-TEST(IncrementalDecoder, EqualsForwardImage) { expect_decode_equals_forward(image_config()); }
+TEST(IncrementalDecoder, EqualsForwardImage) {
+  expect_decode_equals_forward(stx::test::image_decoder_config());
+}
 TEST(IncrementalDecoder, HalfCacheStaysCloseToForward) {
   for (const Pattern pattern : {Pattern::strided, Pattern::fixed, Pattern::dense}) {
     SCOPED_TRACE(stx::kernels::to_string(pattern));
-    expect_decode_equals_forward(small_config(pattern), stx::kernels::DType::f16);
+    expect_decode_equals_forward(stx::test::small_decoder_config(pattern), stx::kernels::DType::f16);
   }
-  expect_decode_equals_forward(image_config(), stx::kernels::DType::f16);
-  SparseTransformer model = random_model(small_config(Pattern::strided));
+  expect_decode_equals_forward(stx::test::image_decoder_config(), stx::kernels::DType::f16);
+  SparseTransformer model = random_model(stx::test::small_decoder_config(Pattern::strided));
   EXPECT_THROW(IncrementalDecoder(model, 1, 0, stx::kernels::DType::bf16), std::invalid_argument);
 }
 
@@ -128,7 +96,7 @@ TEST(IncrementalDecoder, HalfWeightsGiveTheLogitsOfTheirFloats) {
   const int threads_before = at::get_num_threads();
   for (const Pattern pattern : {Pattern::strided, Pattern::fixed}) {
     SCOPED_TRACE(stx::kernels::to_string(pattern));
-    const ModelConfig config = small_config(pattern);
+    const ModelConfig config = stx::test::small_decoder_config(pattern);
     SparseTransformer model = random_model(config);
     {
       IncrementalDecoder unrounded(model, 1);
@@ -151,7 +119,8 @@ TEST(IncrementalDecoder, HalfWeightsGiveTheLogitsOfTheirFloats) {
       const at::Tensor rows = bytes.narrow(0, 0, samples);
       const at::Tensor got = decoded_logits(halves, rows);
       EXPECT_TRUE(at::equal(got, decoded_logits(floats, rows))) << samples << " sample(s)";
-      EXPECT_LT((got - full_logits(model, rows)).abs().max().item<double>(), tolerance_for(stx::kernels::DType::f16));
+      EXPECT_LT((got - full_logits(model, rows)).abs().max().item<double>(),
+                tolerance_for(stx::kernels::DType::f16));
     }
   }
   at::set_num_threads(threads_before);
@@ -159,7 +128,7 @@ TEST(IncrementalDecoder, HalfWeightsGiveTheLogitsOfTheirFloats) {
 }
 
 TEST(IncrementalDecoder, RewindReplaysTheSameLogits) {
-  const ModelConfig config = small_config(Pattern::strided);
+  const ModelConfig config = stx::test::small_decoder_config(Pattern::strided);
   SparseTransformer model = random_model(config);
   at::manual_seed(4);
   const at::Tensor bytes = at::randint(0, 256, {2, 40}, at::kLong);
@@ -183,7 +152,7 @@ TEST(IncrementalDecoder, ABatchSplitOverThreadsMatchesEachSampleAlone) {
   const int threads_before = at::get_num_threads();
   for (const stx::kernels::DType cache : {stx::kernels::DType::f32, stx::kernels::DType::f16}) {
     SCOPED_TRACE(stx::kernels::to_string(cache));
-    const ModelConfig config = small_config(Pattern::strided);
+    const ModelConfig config = stx::test::small_decoder_config(Pattern::strided);
     SparseTransformer model = random_model(config);
     at::manual_seed(6);
     const int64_t batch = 19, length = 30;  // slices of 9 and 10 samples: a partial row tile in each
@@ -219,7 +188,7 @@ TEST(IncrementalDecoder, AStepSharedByThreadsGivesTheBitsOfOneThread) {
   const int threads_before = at::get_num_threads();
   for (const Pattern pattern : {Pattern::strided, Pattern::fixed}) {
     for (const stx::kernels::DType cache : {stx::kernels::DType::f32, stx::kernels::DType::f16}) {
-      const ModelConfig config = small_config(pattern);
+      const ModelConfig config = stx::test::small_decoder_config(pattern);
       SparseTransformer model = random_model(config);
       at::manual_seed(9);
       const at::Tensor bytes = at::randint(0, 256, {5, 45}, at::kLong);
@@ -247,7 +216,8 @@ TEST(IncrementalDecoder, AStepSharedByThreadsGivesTheBitsOfOneThread) {
           EXPECT_TRUE(at::equal(logits.back(), logits.front()));
           EXPECT_EQ(probes.back(), probes.front());
         }
-        EXPECT_LT((logits.front() - full_logits(model, rows)).abs().max().item<double>(), tolerance_for(cache));
+        EXPECT_LT((logits.front() - full_logits(model, rows)).abs().max().item<double>(),
+                  tolerance_for(cache));
       }
     }
   }
@@ -261,7 +231,7 @@ TEST(IncrementalDecoder, AStepSharedByThreadsGivesTheBitsOfOneThread) {
 // and for a few.
 TEST(IncrementalDecoder, LateStepsThatAskForTheNextColumnsGiveTheBitsOfOneThread) {
   const int threads_before = at::get_num_threads();
-  ModelConfig config = small_config(Pattern::strided);
+  ModelConfig config = stx::test::small_decoder_config(Pattern::strided);
   config.context = 20000;  // 1,152 bytes of float keys and values per position and sample: 22 MB at 19,000
   SparseTransformer model = random_model(config);
   for (const stx::kernels::DType cache : {stx::kernels::DType::f32, stx::kernels::DType::f16}) {
@@ -309,7 +279,7 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
       for (const int64_t batch : {int64_t{3}, int64_t{19}}) {
         SCOPED_TRACE(std::string(stx::kernels::to_string(pattern)) + " " + stx::kernels::to_string(cache) +
                      ", batch " + std::to_string(batch));
-        const ModelConfig config = small_config(pattern);
+        const ModelConfig config = stx::test::small_decoder_config(pattern);
         SparseTransformer model = random_model(config);
         at::manual_seed(8);
         const int64_t prompt = 23, length = 40;  // past the strided window of 7 and its columns
@@ -381,7 +351,7 @@ TEST(IncrementalDecoder, ProbeGivesTheAttendedSetAndItsSoftmaxWeights) {
                                        std::pair{Pattern::strided, stx::kernels::DType::f16}}) {
     SCOPED_TRACE(std::string(stx::kernels::to_string(pattern)) + " " + stx::kernels::to_string(cache));
     const double tolerance = cache == stx::kernels::DType::f16 ? 2e-3 : 1e-5;
-    const ModelConfig config = small_config(pattern);
+    const ModelConfig config = stx::test::small_decoder_config(pattern);
     SparseTransformer model = random_model(config);
     at::manual_seed(5);
     const int64_t length = 50, layer = 1, head = 2, dh = config.head_dim();

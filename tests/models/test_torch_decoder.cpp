@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "decoded_logits.h"
+#include "decoder_test_support.h"
 #include "stx/kernels/attention.h"
 #include "stx/kernels/pattern.h"
 #include "stx/models/decoder.h"
@@ -29,6 +29,7 @@ using stx::models::SparseTransformer;
 using stx::models::TokenDecoder;
 using stx::models::TorchDecoder;
 using stx::test::decoded_logits;
+using stx::test::random_model;
 
 #define STX_SKIP_WITHOUT_CUDA()                                                  \
   if (!torch::cuda::is_available() || !stx::kernels::cuda_device_available()) {  \
@@ -37,44 +38,6 @@ using stx::test::decoded_logits;
 
 const at::Device kCpu(at::kCPU);
 const at::Device kCuda(at::kCUDA, 0);
-
-ModelConfig small_config(Pattern pattern) {
-  ModelConfig c;
-  c.name = "torch-decoder-test";
-  c.kind = stx::models::DataKind::text;
-  c.context = 70;
-  c.d_model = 48;
-  c.layers = 3;
-  c.heads = 3;
-  c.d_ff = 80;
-  c.pattern = pattern;
-  c.stride = 7;
-  c.summary = 2;
-  c.block = 16;
-  c.dropout = 0.1;  // off in eval mode, which the decoder must match
-  return c;
-}
-
-ModelConfig image_config() {  // three position axes
-  ModelConfig c = small_config(Pattern::strided);
-  c.kind = stx::models::DataKind::image;
-  c.image_height = 5;
-  c.image_width = 4;
-  c.image_channels = 3;
-  c.context = 60;
-  c.stride = 12;
-  return c;
-}
-
-// Weights far from the small initialisation, so that a wrong term cannot hide under the tolerance.
-SparseTransformer random_model(const ModelConfig& config) {
-  at::manual_seed(17);
-  SparseTransformer model(config);
-  at::NoGradGuard no_grad;
-  for (at::Tensor p : model->parameters()) p.copy_(at::randn(p.sizes()) * 0.3);
-  model->eval();
-  return model;
-}
 
 // [B, T, 256] logits of the forward pass on `device`, on the host.
 at::Tensor forward_logits(SparseTransformer& model, const at::Tensor& bytes, const at::Device& device) {
@@ -112,16 +75,16 @@ void expect_every_pattern_equals_forward(const at::Device& device) {
   for (const Pattern pattern : {Pattern::dense, Pattern::strided, Pattern::fixed}) {
     for (const DType cache : {DType::f32, DType::f16}) {
       SCOPED_TRACE(std::string(stx::kernels::to_string(pattern)) + " " + stx::kernels::to_string(cache));
-      expect_decode_equals_forward(small_config(pattern), cache, device);
+      expect_decode_equals_forward(stx::test::small_decoder_config(pattern), cache, device);
     }
   }
-  expect_decode_equals_forward(image_config(), DType::f32, device);
+  expect_decode_equals_forward(stx::test::image_decoder_config(), DType::f32, device);
 }
 
 // A shared prompt read once (in uneven chunks), then each sample's own steps: the logits of every sample
 // equal the forward pass over prompt + its own bytes.
 void expect_prefix_then_steps_equal_forward(const at::Device& device) {
-  const ModelConfig config = small_config(Pattern::strided);
+  const ModelConfig config = stx::test::small_decoder_config(Pattern::strided);
   SparseTransformer model = random_model(config);
   at::manual_seed(5);
   const int64_t prompt = 23;
@@ -148,7 +111,7 @@ void expect_prefix_then_steps_equal_forward(const at::Device& device) {
 }
 
 void expect_rewind_replays(const at::Device& device) {
-  const ModelConfig config = small_config(Pattern::fixed);
+  const ModelConfig config = stx::test::small_decoder_config(Pattern::fixed);
   SparseTransformer model = random_model(config);
   at::manual_seed(9);
   const at::Tensor bytes = at::randint(0, 256, {2, config.context}, at::kLong);
@@ -162,7 +125,7 @@ void expect_rewind_replays(const at::Device& device) {
 
 // The probe gives the attended set and softmax weights that agree with the CPU decoder's.
 void expect_probe_agrees_with_cpu_decoder(const at::Device& device) {
-  const ModelConfig config = small_config(Pattern::strided);
+  const ModelConfig config = stx::test::small_decoder_config(Pattern::strided);
   SparseTransformer model = random_model(config);
   TorchDecoder decoder(model, 2, 0, DType::f32, device);
   IncrementalDecoder reference(model, 2, 0, DType::f32);
@@ -198,7 +161,7 @@ TEST(TorchDecoder, RewindReplaysOnTheCpu) { expect_rewind_replays(kCpu); }
 TEST(TorchDecoder, ProbeAgreesWithTheCpuDecoder) { expect_probe_agrees_with_cpu_decoder(kCpu); }
 
 TEST(TorchDecoder, RefusesBadInput) {
-  SparseTransformer model = random_model(small_config(Pattern::dense));
+  SparseTransformer model = random_model(stx::test::small_decoder_config(Pattern::dense));
   EXPECT_THROW(TorchDecoder(model, 0, 0, DType::f32, kCpu), std::invalid_argument);
   EXPECT_THROW(TorchDecoder(model, 1, 71, DType::f32, kCpu), std::invalid_argument);
   EXPECT_THROW(TorchDecoder(model, 1, 0, DType::bf16, kCpu), std::invalid_argument);
@@ -211,7 +174,7 @@ TEST(TorchDecoder, RefusesBadInput) {
 }
 
 TEST(TorchDecoder, MakeDecoderPicksTheCpuDecoderOnTheCpu) {
-  SparseTransformer model = random_model(small_config(Pattern::dense));
+  SparseTransformer model = random_model(stx::test::small_decoder_config(Pattern::dense));
   const std::unique_ptr<TokenDecoder> decoder = stx::models::make_decoder(model, 2, 0, DType::f16, kCpu);
   EXPECT_NE(dynamic_cast<IncrementalDecoder*>(decoder.get()), nullptr);
   EXPECT_EQ(decoder->batch(), 2);
@@ -238,7 +201,7 @@ TEST(CudaDecoder, ProbeAgreesWithTheCpuDecoder) {
 // tolerance, the devices' products summing in another order.
 TEST(CudaDecoder, EqualsTheCpuDecoder) {
   STX_SKIP_WITHOUT_CUDA();
-  const ModelConfig config = small_config(Pattern::strided);
+  const ModelConfig config = stx::test::small_decoder_config(Pattern::strided);
   SparseTransformer model = random_model(config);
   at::manual_seed(4);
   const at::Tensor bytes = at::randint(0, 256, {2, config.context}, at::kLong);
