@@ -230,6 +230,10 @@ int run_quality(const QualityOptions& o) {
   omp_set_num_threads(threads);
   engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
   const models::ModelConfig& c = bundle.config;
+  if (o.samples && c.kind != models::DataKind::audio) {
+    throw engine::Error("--samples measures audio models only; " + c.name + " is a " +
+                        models::to_string(c.kind) + " model");
+  }
   std::fprintf(stderr, "reading %s...\n", o.data.c_str());
   engine::Dataset data = engine::open_dataset(o.data, engine::dataset_options_for(c));
   std::vector<uint8_t> held_out = std::move(data.validation);
@@ -285,7 +289,6 @@ int run_quality(const QualityOptions& o) {
 
   std::vector<TonalityRow> tonality;
   if (o.samples) {
-    if (c.kind != models::DataKind::audio) throw engine::Error("--samples measures audio models only");
     tonality = measure_tonality(bundle.model, c.name, held_out, data.validation_files, o.data, o.tonality);
   }
 
