@@ -16,23 +16,33 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TonalityRow row_of(const std::string& what, const uint8_t* bytes, size_t count) {
-  const std::vector<double> frames = engine::frame_flatness_mulaw(bytes, count);
+TonalityRow row_of(const std::string& what, const std::vector<double>& frames, size_t samples) {
   return TonalityRow{what, engine::median(frames), static_cast<int64_t>(frames.size()),
-                     static_cast<double>(count) / engine::kSampleRate};
+                     static_cast<double>(samples) / engine::kSampleRate};
 }
 
-// One group's pooled row: the median over all the frames of its samples.
-TonalityRow pooled_row(const std::string& what, const std::vector<std::vector<uint8_t>>& generated) {
-  std::vector<double> frames;
-  double seconds = 0;
-  for (const std::vector<uint8_t>& g : generated) {
-    const std::vector<double> f = engine::frame_flatness_mulaw(g.data(), g.size());
-    frames.insert(frames.end(), f.begin(), f.end());
-    seconds += static_cast<double>(g.size()) / engine::kSampleRate;
+// Samples of one kind: a row for each, and their frames pooled for the group's row (each measured once).
+class Group {
+ public:
+  explicit Group(std::vector<TonalityRow>& rows) : rows_(rows) {}
+  void add(const std::string& what, const std::vector<uint8_t>& generated) {
+    const std::vector<double> frames = engine::frame_flatness_mulaw(generated.data(), generated.size());
+    rows_.push_back(row_of(what, frames, generated.size()));
+    pooled_.insert(pooled_.end(), frames.begin(), frames.end());
+    samples_ += generated.size();
+    count_ += 1;
   }
-  return TonalityRow{what, engine::median(frames), static_cast<int64_t>(frames.size()), seconds};
-}
+  // "<what>, all N": the median over every frame of the group.
+  void finish(const std::string& what) {
+    if (count_ > 0) rows_.push_back(row_of(what + ", all " + std::to_string(count_), pooled_, samples_));
+  }
+
+ private:
+  std::vector<TonalityRow>& rows_;
+  std::vector<double> pooled_;
+  size_t samples_ = 0;
+  int count_ = 0;
+};
 
 int64_t samples_of(double seconds) {
   return static_cast<int64_t>(std::llround(seconds * engine::kSampleRate));
@@ -61,9 +71,9 @@ std::vector<TonalityRow> measure_tonality(models::SparseTransformer& model, cons
   const int64_t context = model->config().context;
   std::vector<TonalityRow> rows;
   rows.push_back(row_of("held-out corpus (" + std::to_string(validation_files.size()) + " files)",
-                        held_out.data(), held_out.size()));
+                        engine::frame_flatness_mulaw(held_out.data(), held_out.size()), held_out.size()));
 
-  std::vector<std::vector<uint8_t>> unconditional;
+  Group unconditional(rows);
   for (int s = 1; s <= o.unconditional; ++s) {
     engine::SampleRequest request;
     request.length = std::min(samples_of(o.unconditional_seconds), context);
@@ -72,17 +82,13 @@ std::vector<TonalityRow> measure_tonality(models::SparseTransformer& model, cons
     request.device = "cpu";
     std::fprintf(stderr, "tonality: unconditional sample, seed %d...\n", s);
     const engine::SampleResult r = engine::sample(model, request, {});
-    unconditional.push_back(r.samples.at(0));
-    rows.push_back(row_of("unconditional, seed " + std::to_string(s), unconditional.back().data(),
-                          unconditional.back().size()));
-    keep(o, "unconditional-seed" + std::to_string(s) + ".wav", unconditional.back(), model_name, r.seed,
+    unconditional.add("unconditional, seed " + std::to_string(s), r.samples.at(0));
+    keep(o, "unconditional-seed" + std::to_string(s) + ".wav", r.samples.at(0), model_name, r.seed,
          "unconditional");
   }
-  if (!unconditional.empty()) {
-    rows.push_back(pooled_row("unconditional, all " + std::to_string(unconditional.size()), unconditional));
-  }
+  unconditional.finish("unconditional");
 
-  std::vector<std::vector<uint8_t>> continued;
+  Group continued(rows);
   const size_t files = validation_files.size();
   const int count =
       static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(0, o.continuations)), files));
@@ -105,13 +111,11 @@ std::vector<TonalityRow> measure_tonality(models::SparseTransformer& model, cons
     std::fprintf(stderr, "tonality: continuing %s...\n", name.c_str());
     const engine::SampleResult r = engine::sample(model, request, {});
     const std::vector<uint8_t>& whole = r.samples.at(0);
-    continued.emplace_back(whole.begin() + prompt_length, whole.end());
-    rows.push_back(row_of("continuation of " + name, continued.back().data(), continued.back().size()));
+    continued.add("continuation of " + name,
+                  std::vector<uint8_t>(whole.begin() + prompt_length, whole.end()));
     keep(o, "continuation-" + std::to_string(c + 1) + ".wav", whole, model_name, r.seed, "clip " + name);
   }
-  if (!continued.empty()) {
-    rows.push_back(pooled_row("continuations, all " + std::to_string(continued.size()), continued));
-  }
+  continued.finish("continuations");
   return rows;
 }
 

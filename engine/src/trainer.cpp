@@ -143,8 +143,6 @@ void prepare(Run& run, const EventSink& sink) {
     throw Error(o.out.string() + " already holds a training run; use --resume " + o.out.string() +
                 " to continue it, or choose another --out");
   }
-  // Before anything large is allocated: a step that cannot fit is refused with its size, rather than ended
-  // part-way by the kernel's OOM killer.
   if (o.window > run.config.context) {
     throw Error("--window " + std::to_string(o.window) + " is longer than the model's context of " +
                 std::to_string(run.config.context) + " bytes");
@@ -154,6 +152,8 @@ void prepare(Run& run, const EventSink& sink) {
                 " bytes");
   }
   run.window = o.window > 0 ? o.window : run.config.context;
+  // Before anything large is allocated: a step that cannot fit is refused with its size, rather than ended
+  // part-way by the kernel's OOM killer.
   const int64_t world = std::max<int64_t>(1, o.distributed.world_size);
   models::ModelConfig step_shape = run.config;  // what one step holds: window bytes per sequence
   step_shape.context = run.window;
