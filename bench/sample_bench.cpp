@@ -20,6 +20,7 @@
 #include "stx/models/decoder.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
+#include "contention.h"
 #include "timing.h"
 
 namespace stx::bench {
@@ -46,6 +47,9 @@ struct SampleBenchOptions {
   // setting of a batch in turn. A machine that slows down for a while then slows both sides of a ratio, and
   // rows report medians over the rounds.
   int rounds = 1;
+  // Busy programs beside the timed decoding (bench/contention.h), side by side at each position: the rate
+  // with other work on the machine against the rate alone (0).
+  std::vector<int> contend = {0};
   std::string json_path;
 };
 
@@ -53,6 +57,7 @@ struct Row {
   std::string model, pattern, kv_cache, weights, cpu_path;
   std::string mode = "step";  // or "prompt": positions read as a prompt all samples share
   int64_t batch = 0, position = 0, parameters = 0;
+  int contend = 0;  // busy threads beside it
   double tokens_per_s = 0, steps_per_s = 0;
   double vs_first = 0;  // tokens/s against the first row timed at this position; 0 for that row itself
   double vs_first_position = 0;  // tokens/s against this setting's first position; 0 at that position
@@ -87,7 +92,7 @@ constexpr int64_t kTimedPositions = 9;
 // Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context), or with
 // `prompt`, reads a prompt every sample shares from there, as many positions a call as the sampler does.
 Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
-            const std::string& kv_cache, const std::string& weights, bool prompt) {
+            const std::string& kv_cache, const std::string& weights, bool prompt, int contend) {
   const int64_t capacity = model->config().context;
   models::IncrementalDecoder decoder(model, batch, capacity,
                                      kv_cache == "float16" ? kernels::DType::f16 : kernels::DType::f32);
@@ -108,6 +113,8 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
       decoder.step(inputs.data(), logits.data());
     }
   };
+  // Started before the warm-up, so that the scheduler has seen them before the clock starts.
+  BusyPrograms busy(contend, 10 * seconds + 60);
   call();  // warm-up: first touch of the buffers
   const auto start = std::chrono::steady_clock::now();
   int64_t steps = 0;
@@ -117,7 +124,9 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
     steps += per_call;
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  busy.stop();
   Row r;
+  r.contend = contend;
   r.mode = prompt ? "prompt" : "step";
   r.batch = batch;
   r.position = position;
@@ -130,9 +139,9 @@ void print_row(const Row& r) {
   char ratio[32] = "", by_position[32] = "";
   if (r.vs_first > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_first);
   if (r.vs_first_position > 0) std::snprintf(by_position, sizeof by_position, "%.2fx", r.vs_first_position);
-  std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %8lld  %10.0f  %9.0f  %8s  %-8s  %-6s  %s\n",
+  std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %4d  %8lld  %10.0f  %9.0f  %8s  %-8s  %-6s  %s\n",
               r.model.c_str(), r.pattern.c_str(), static_cast<long long>(r.parameters), r.weights.c_str(),
-              r.kv_cache.c_str(), static_cast<long long>(r.batch), static_cast<long long>(r.position),
+              r.kv_cache.c_str(), static_cast<long long>(r.batch), r.contend, static_cast<long long>(r.position),
               r.tokens_per_s, r.steps_per_s, ratio, r.cpu_path.c_str(), r.mode.c_str(), by_position);
   std::fflush(stdout);
 }
@@ -143,8 +152,8 @@ void run(const SampleBenchOptions& o) {
   omp_set_num_threads(threads);
   std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
               "tokens/s counts every sample of the batch\n", threads);
-  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %8s  %10s  %9s  %8s  %-8s  %-6s  %s\n", "model", "pattern",
-              "params", "weights", "kv", "batch", "position", "tokens/s", "steps/s", "vs first", "cpu",
+  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %4s  %8s  %10s  %9s  %8s  %-8s  %-6s  %s\n", "model",
+              "pattern", "params", "weights", "kv", "batch", "busy", "position", "tokens/s", "steps/s", "vs first", "cpu",
               "mode", "vs first position");
   std::fflush(stdout);
   std::vector<Row> rows;
@@ -179,12 +188,15 @@ void run(const SampleBenchOptions& o) {
       struct Setting {
         std::string weights, kv_cache, cpu_path;
         bool prompt = false;
+        int contend = 0;
       };
       std::vector<Setting> settings;
-      for (const std::string& w : o.weights) {
-        for (const std::string& kv : o.kv_caches) {
-          for (const std::string& path : o.cpu_paths) {
-            for (const bool prompt : prompt_modes) settings.push_back({w, kv, path, prompt});
+      for (const int busy : o.contend) {
+        for (const std::string& w : o.weights) {
+          for (const std::string& kv : o.kv_caches) {
+            for (const std::string& path : o.cpu_paths) {
+              for (const bool prompt : prompt_modes) settings.push_back({w, kv, path, prompt, busy});
+            }
           }
         }
       }
@@ -202,7 +214,8 @@ void run(const SampleBenchOptions& o) {
                                      : set.cpu_path == "portable" ? kernels::CpuIsa::portable
                                                                   : kernels::best_cpu_isa());
               Row r = time_at(set.weights == "float16" ? *model16 : model, batch, positions[p],
-                              o.seconds_per_row / o.rounds, set.kv_cache, set.weights, set.prompt);
+                              o.seconds_per_row / o.rounds, set.kv_cache, set.weights, set.prompt,
+                              set.contend);
               r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
               r.model = name;
               r.pattern = kernels::to_string(config.pattern);
@@ -252,6 +265,7 @@ void run(const SampleBenchOptions& o) {
                              {"weights", r.weights},
                              {"cpu_path", r.cpu_path},
                              {"mode", r.mode},
+                             {"contend", r.contend},
                              {"tokens_per_s_by_round", r.tokens_per_s_by_round}};
     if (r.vs_first > 0) record["vs_first"] = r.vs_first;
     if (r.vs_first_position > 0) record["vs_first_position"] = r.vs_first_position;
@@ -318,6 +332,14 @@ void register_sample_command(CLI::App& parent) {
                   "turn; rows give the medians over the rounds, so a machine that slows for a while slows "
                   "both sides of a ratio")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--contend", o->contend,
+                  "Busy programs (`sh -c 'while :; do :; done'`) to run beside the timed decoding, side by side at "
+                  "each position (comma list; "
+                  "the first is the reference of \"vs first\", so give 0 first): the rate on a busy machine "
+                  "against the rate alone")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 64))
       ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
   cmd->callback([o] { run(*o); });

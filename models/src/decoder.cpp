@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -266,8 +267,12 @@ void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
   // the layers' kernels, and the norms and residual sums in parallel too. Each thread then reads all the
   // weights, from the shared L3; a smaller batch splits each kernel's columns or heads instead.
   // Every sample's arithmetic is the same either way, so the logits are bit-identical.
-  const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), batch_ / kRowsPerThread));
-  const int cores = omp_get_max_threads();
+  // The thread count that has been fastest lately (thread_count_chooser.h): all cores on an idle machine,
+  // fewer when other work keeps taking some of them.
+  const bool nested = omp_in_parallel() != 0;
+  const int cores = nested ? 1 : step_threads_.next(omp_get_max_threads());
+  const auto start = std::chrono::steady_clock::now();
+  const int threads = static_cast<int>(std::min<int64_t>(cores, batch_ / kRowsPerThread));
   if (threads <= 1 && cores > 1 && !omp_in_parallel()) {
     // Too few samples to split by samples: the threads share every kernel of the step in one region.
     prepare_shared_step(cores);
@@ -290,8 +295,18 @@ void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
       if (error) std::rethrow_exception(error);
     }
   } else {
-    step_samples(input_tokens, logits, 0, batch_);
+    // One thread: the kernels would otherwise start their own teams of every core.
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(1);
+    try {
+      step_samples(input_tokens, logits, 0, batch_);
+    } catch (...) {
+      omp_set_num_threads(before);
+      throw;
+    }
+    omp_set_num_threads(before);
   }
+  if (!nested) step_threads_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (probe_layer_ >= 0) probe_position_ = position_;
   probe_of_prefix_ = false;
   ++position_;

@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -37,7 +38,9 @@ void IncrementalDecoder::step_common_prefix(const int32_t* input_tokens, int64_t
     qkv_.resize(rows * 3 * d);
     ff_hidden_.resize(rows * config_.d_ff);
   }
-  const int cores = omp_get_max_threads();
+  const bool nested = omp_in_parallel() != 0;
+  const int cores = nested ? 1 : prefix_threads_.next(omp_get_max_threads());
+  const auto start = std::chrono::steady_clock::now();
   prepare_shared_step(cores);
   std::exception_ptr error;
   prefix_rows_ = count;
@@ -46,6 +49,10 @@ void IncrementalDecoder::step_common_prefix(const int32_t* input_tokens, int64_t
   step_shared(input_tokens, nullptr, count, omp_get_thread_num(), omp_get_num_threads(), error);
   prefix_rows_ = 0;
   if (error) std::rethrow_exception(error);
+  if (!nested) {  // per position: the last chunk of a prompt is shorter
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    prefix_threads_.record(seconds / static_cast<double>(count));
+  }
   const int64_t end = position_ + count;
   // The rows went to the caches only: sample 0's window takes the chunk's positions that it keeps.
   for (Layer& layer : layers_) {

@@ -27,6 +27,7 @@
 #include "stx/kernels/pattern.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
+#include "stx/models/thread_count_chooser.h"
 #include "stx/models/token_decoder.h"
 
 namespace stx::models {
@@ -193,6 +194,8 @@ class IncrementalDecoder final : public TokenDecoder {
   std::vector<RowsAhead> rows_ahead_by_part_;
   // step_shared's barriers: arrivals this step, all threads together, and threads asleep waiting for one.
   std::atomic<int32_t> barrier_arrivals_{0}, barrier_sleepers_{0};
+  // Thread counts of steps and of common-prefix chunks, chosen by timing them (thread_count_chooser.h).
+  ThreadCountChooser step_threads_, prefix_threads_;
   int probe_layer_ = -1, probe_head_ = 0;
   int64_t probe_position_ = -1;
   std::vector<float> probe_q_, probe_lse_;  // [batch, head_dim], [batch, heads]
