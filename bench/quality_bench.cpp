@@ -27,6 +27,7 @@
 #include "stx/engine/evaluate.h"
 #include "stx/engine/export.h"
 #include "stx/engine/model_data.h"
+#include "stx/engine/threads.h"
 #include "tonality_bench.h"
 
 namespace stx::bench {
@@ -39,6 +40,7 @@ struct QualityOptions {
   std::string data;
   int64_t images = 0;  // images: score only the first N held-out images (0 = all), model and codecs alike
   int64_t batch = 8;
+  int threads = 0;  // 0: every core
   std::string markdown_path, json_path;
   std::string work_dir;  // temporary files; default: a fresh folder under the system temp folder
   bool model_part = true, compressors_part = true;  // --skip-model / --skip-compressors
@@ -224,10 +226,9 @@ std::string fixed(double x) {
 }
 
 int run_quality(const QualityOptions& o) {
-  // Every core, as `stx eval`: Debian's LibTorch starts with one thread.
-  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  at::set_num_threads(threads);
-  omp_set_num_threads(threads);
+  // Every core, as `stx eval`, unless --threads: Debian's LibTorch starts with one thread.
+  engine::set_thread_limit(o.threads);
+  engine::use_job_threads();
   engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
   const models::ModelConfig& c = bundle.config;
   if (o.samples && c.kind != models::DataKind::audio) {
@@ -377,6 +378,9 @@ void register_quality_command(CLI::App& parent) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   command->add_option("--markdown", options->markdown_path, "also write the table to this file");
+  command->add_option("--threads", options->threads, "threads (0: every core, or STX_THREADS)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   command->add_option("--json", options->json_path, "also write the rows as JSON to this file");
   command->add_flag("!--skip-model", options->model_part, "measure only the compressors");
   command->add_flag("--sliding", options->sliding,

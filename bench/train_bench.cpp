@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "contention.h"
 #include "memory.h"
 #include "stx/engine/allocator.h"
 #include "stx/engine/atomic_file.h"
@@ -37,6 +38,10 @@ struct TrainBenchOptions {
   int block = 32;
   bool recompute = false;
   int repeats = 3;
+  int threads = 0;  // 0: every core
+  // Busy programs beside each row (bench/contention.h), side by side: the step on a busy machine against
+  // the step alone (the first listed).
+  std::vector<int> contend = {0};
   std::string json_path;
 };
 
@@ -46,6 +51,8 @@ struct Row {
   double step_ms = 0, peak_mb = 0, ratio_vs_dense = 0;
   int64_t parameters = 0;
   int repeats = 0;
+  int contend = 0;
+  double vs_alone = 0;  // step_ms of the first --contend row over this one's; 0 for that row
 };
 
 models::ModelConfig config_for(const TrainBenchOptions& o, int64_t context, const std::string& pattern,
@@ -69,8 +76,10 @@ models::ModelConfig config_for(const TrainBenchOptions& o, int64_t context, cons
   return c;
 }
 
-Row run_row(const TrainBenchOptions& o, int64_t context, const std::string& pattern, const std::string& precision) {
+Row run_row(const TrainBenchOptions& o, int64_t context, const std::string& pattern, const std::string& precision,
+            int contend) {
   Row row;
+  row.contend = contend;
   row.context = context;
   row.pattern = pattern;
   row.precision = precision;
@@ -88,7 +97,9 @@ Row run_row(const TrainBenchOptions& o, int64_t context, const std::string& patt
   release_free_memory();
   reset_peak_rss();
   const int64_t before = current_rss_bytes();
+  BusyPrograms busy(contend, 3600);  // stopped when the row is timed
   const Timing t = time_median(step, o.repeats, 120.0);
+  busy.stop();
   row.step_ms = t.median_ms;
   row.repeats = t.repeats;
   row.peak_mb = to_mb(peak_rss_bytes() - before);
@@ -96,8 +107,8 @@ Row run_row(const TrainBenchOptions& o, int64_t context, const std::string& patt
 }
 
 void run(const TrainBenchOptions& o) {
-  // Every core, as every stx program: Debian's LibTorch starts with one thread.
-  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // Every core, as every stx program, unless --threads: Debian's LibTorch starts with one thread.
+  const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   omp_set_num_threads(threads);
   engine::reuse_freed_memory(!o.recompute);  // as the trainer does
@@ -116,8 +127,8 @@ void run(const TrainBenchOptions& o) {
     }
     precisions.push_back(p);
   }
-  std::printf("%8s  %-8s  %-9s  %10s  %8s  %9s  %8s\n", "context", "pattern", "precision", "params", "step_ms",
-              "vs_dense", "peak_mb");
+  std::printf("%8s  %-8s  %-9s  %10s  %4s  %8s  %9s  %8s  %8s\n", "context", "pattern", "precision", "params",
+              "busy", "step_ms", "vs_dense", "vs_alone", "peak_mb");
   // Dense, when asked for, is timed first at each context, so that every other row has its ratio.
   std::vector<std::string> patterns = o.patterns;
   std::stable_partition(patterns.begin(), patterns.end(), [](const std::string& p) { return p == "dense"; });
@@ -126,16 +137,25 @@ void run(const TrainBenchOptions& o) {
     for (const std::string& precision : precisions) {  // each precision against its own dense row
       double dense_ms = 0;
       for (const std::string& pattern : patterns) {
-        Row row = run_row(o, context, pattern, precision);
-        if (pattern == "dense") dense_ms = row.step_ms;
-        row.ratio_vs_dense = dense_ms > 0 ? dense_ms / row.step_ms : 0;
-        char ratio[16] = "-";
-        if (dense_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", row.ratio_vs_dense);
-        std::printf("%8lld  %-8s  %-9s  %10lld  %8.0f  %9s  %8.0f\n", static_cast<long long>(context),
-                    pattern.c_str(), precision.c_str(), static_cast<long long>(row.parameters), row.step_ms, ratio,
-                    row.peak_mb);
-        std::fflush(stdout);
-        rows.push_back(row);
+        double alone_ms = 0;
+        for (const int busy : o.contend) {
+          Row row = run_row(o, context, pattern, precision, busy);
+          if (pattern == "dense" && alone_ms == 0) dense_ms = row.step_ms;
+          if (alone_ms == 0) {
+            alone_ms = row.step_ms;
+            row.ratio_vs_dense = dense_ms > 0 ? dense_ms / row.step_ms : 0;
+          } else {
+            row.vs_alone = alone_ms / row.step_ms;
+          }
+          char ratio[16] = "-", alone[16] = "-";
+          if (row.ratio_vs_dense > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", row.ratio_vs_dense);
+          if (row.vs_alone > 0) std::snprintf(alone, sizeof alone, "%.2fx", row.vs_alone);
+          std::printf("%8lld  %-8s  %-9s  %10lld  %4d  %8.0f  %9s  %8s  %8.0f\n", static_cast<long long>(context),
+                      pattern.c_str(), precision.c_str(), static_cast<long long>(row.parameters), row.contend,
+                      row.step_ms, ratio, alone, row.peak_mb);
+          std::fflush(stdout);
+          rows.push_back(row);
+        }
       }
     }
   }
@@ -145,8 +165,9 @@ void run(const TrainBenchOptions& o) {
     nlohmann::json record = {{"context", r.context}, {"pattern", r.pattern}, {"precision", r.precision}, {"step_ms", r.step_ms},
                              {"peak_mb", r.peak_mb}, {"parameters", r.parameters}, {"repeats", r.repeats},
                              {"d_model", o.d_model}, {"layers", o.layers}, {"heads", o.heads}, {"batch", o.batch},
-                             {"threads", at::get_num_threads()}};
+                             {"threads", at::get_num_threads()}, {"contend", r.contend}};
     record["ratio_vs_dense"] = r.ratio_vs_dense > 0 ? nlohmann::json(r.ratio_vs_dense) : nlohmann::json(nullptr);
+    if (r.vs_alone > 0) record["vs_alone"] = r.vs_alone;
     records.push_back(record);
   }
   engine::write_file_atomic(o.json_path, records.dump(2) + "\n");
@@ -183,6 +204,13 @@ void register_train_command(CLI::App& parent) {
   cmd->add_flag("--recompute", o->recompute, "Recompute each block's activations in backward");
   cmd->add_option("--repeats", o->repeats, "Timed steps after one warm-up; the median is reported")
       ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads (0: every core)")->check(CLI::Range(0, 1024))->capture_default_str();
+  cmd->add_option("--contend", o->contend,
+                  "Busy programs (`sh -c 'while :; do :; done'`) to run beside each row, side by side (comma list; "
+                  "the first, normally 0, is the reference of vs_alone)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 64))
       ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
   cmd->callback([o] { run(*o); });

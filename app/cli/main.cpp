@@ -26,11 +26,22 @@ namespace {
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
+void add_threads_option(CLI::App& app, int& threads) {
+  for (CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    command
+        ->add_option("--threads", threads,
+                     "threads this job may run on, per process (default: every core, or STX_THREADS); generation "
+                     "uses fewer on its own while other programs keep cores busy")
+        ->check(CLI::Range(1, stx::engine::kMaxThreads));
+    add_threads_option(*command, threads);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   stx::kernels::restart_with_short_openmp_spins(argv);  // first: it may start the program again
-  stx::engine::use_all_cores();  // Debian's LibTorch would start with one thread
+  stx::engine::use_job_threads();  // Debian's LibTorch would start with one thread
 
   CLI::App app{"stx " STX_VERSION ": Sparse Transformers headless: train, evaluate, sample, inspect models and patterns",
                "stx"};
@@ -53,6 +64,10 @@ int main(int argc, char** argv) {
   CLI::App* check = stx::cli::add_check_command(app, check_options);
   stx::cli::SampleCommandOptions sample_options;
   CLI::App* sample = stx::cli::add_sample_command(app, sample_options);
+
+  // --threads on every command, down to `stx sample audio`: what the whole job may run on.
+  int threads = 0;
+  add_threads_option(app, threads);
 
   // `stx help` and `stx help COMMAND`, as git and cargo take them.
   const bool asks_help = argc > 1 && std::string(argv[1]) == "help";
@@ -96,6 +111,10 @@ int main(int argc, char** argv) {
   }
 
   const std::string name = "stx " + app.get_subcommands().front()->get_name();
+  if (threads > 0) {
+    stx::engine::set_thread_limit(threads);
+    stx::engine::use_job_threads();
+  }
   try {
     if (train->parsed()) return stx::cli::run_train_command(train_options, argc, argv);
     if (eval->parsed()) return stx::cli::run_eval_command(eval_options);

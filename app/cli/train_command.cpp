@@ -1,6 +1,5 @@
 #include "train_command.h"
 
-#include <ATen/Parallel.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -24,6 +23,7 @@
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/device.h"
 #include "stx/engine/error.h"
+#include "stx/engine/threads.h"
 #include "stx/engine/trainer.h"
 #include "stx/models/model_config.h"
 
@@ -60,8 +60,8 @@ int free_local_port() {
 // them, and returns the worst exit status.
 int launch_workers(int nproc, char** argv) {
   const int port = free_local_port();
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::string threads = std::to_string(std::max(1u, cores / static_cast<unsigned>(nproc)));
+  // The cores shared out (a --threads in argv still sets each process's own count).
+  const std::string threads = std::to_string(std::max(1, engine::usable_cores() / nproc));
   for (int rank = 0; rank < nproc; ++rank) {
     const pid_t pid = fork();
     if (pid < 0) {
@@ -264,7 +264,6 @@ int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
                 << " runs as fp32 on this CPU (bf16 needs AVX512-BF16; fp16 is for CUDA)\n";
     }
   }
-  if (const char* threads = std::getenv("STX_THREADS")) at::set_num_threads(std::max(1, std::atoi(threads)));
   ProgressPrinter printer(c.quiet || options.distributed.rank != 0);
   engine::JobEnded end;
   {

@@ -172,6 +172,15 @@ TEST(Cli, SampleTextStreamsWritesNumberedFilesAndReproducesItsSeed) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(slurp(tmp / "s-1.txt"), first);
   EXPECT_EQ(slurp(tmp / "s-2.txt"), second);
+  // On one thread: the same bytes (the thread count changes the time, never the sample).
+  r = stx(tmp, "sample text --model " + run + " --prompt hello --max-bytes 20 --n 2 --seed 42 --force --threads 1 --out " +
+                   out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(tmp / "s-1.txt"), first);
+  EXPECT_EQ(slurp(tmp / "s-2.txt"), second);
+  r = stx(tmp, "sample text --model " + run + " --threads 0 --out " + (tmp / "z.txt").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
 
   // The wrong kind of model for the task, and a length past the context: one line, exit 2.
   r = stx(tmp, "sample image --model " + run + " --out " + (tmp / "x.png").string());

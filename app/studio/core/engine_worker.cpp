@@ -28,7 +28,7 @@ void EngineWorker::run(const QString& name, Job&& job) {
   emit jobStarted(name);
   bool ok = false;
   try {
-    stx::engine::use_all_cores();  // on this thread: LibTorch and OpenMP count threads per thread
+    stx::engine::use_job_threads();  // on this thread: LibTorch and OpenMP count threads per thread
     job();
     ok = true;
   } catch (const std::exception& e) {
