@@ -18,6 +18,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -32,6 +33,7 @@
 #include "image/image_tab.h"
 #include "studio_test_support.h"
 #include "stx/engine/device.h"
+#include "stx/engine/threads.h"
 #include "window/error_banner.h"
 #include "window/main_window.h"
 #include "window/preferences_dialog.h"
@@ -309,6 +311,40 @@ class WindowTest : public QObject {
     }
     window.context()->setDevice("auto");
     QSettings().remove("preferences/device");
+  }
+
+  // Edit > Preferences > CPU threads: saved, and every job queued after it runs on that many threads.
+  void preferencesSetTheThreadsEveryJobRunsOn() {
+    qunsetenv("STX_THREADS");
+    QSettings().setValue("preferences/threads", 1);
+    MainWindow window;
+    window.show();
+    QCOMPARE(stx::studio::EngineHost::threadLimit(), 1);
+    StudioTab* text = window.tab("text");
+    window.tabs()->setCurrentWidget(text);
+    text->useModel(models_.filePath("tiny-text"));
+    QVERIFY(wait_for_model(window, text, "tiny-text"));
+    QVERIFY(generate_and_wait(text));
+    QCOMPARE(stx::engine::job_threads(), 1);
+
+    auto* answer = new QTimer(&window);
+    connect(answer, &QTimer::timeout, [answer] {
+      if (auto* dialog = qobject_cast<stx::studio::PreferencesDialog*>(QApplication::activeModalWidget())) {
+        answer->stop();
+        QCOMPARE(dialog->threadsBox()->value(), 1);
+        dialog->threadsBox()->setValue(0);  // shown as "All cores (N)"
+        QCOMPARE(dialog->threadsBox()->text(),
+                 QStringLiteral("All cores (%1)").arg(stx::engine::usable_cores()));
+        dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok)->click();
+      }
+    });
+    answer->start(20);
+    window.showPreferences();
+    QCOMPARE(stx::studio::EngineHost::threadLimit(), 0);
+    QCOMPARE(QSettings().value("preferences/threads").toInt(), 0);
+    QVERIFY(generate_and_wait(text));
+    QCOMPARE(stx::engine::job_threads(), stx::engine::usable_cores());
+    QSettings().remove("preferences/threads");
   }
 
   void theGuiStaysResponsiveWhileATabGenerates() {

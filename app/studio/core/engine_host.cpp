@@ -2,9 +2,14 @@
 
 #include <QMetaObject>
 
+#include <algorithm>
+
 namespace stx::studio {
 
 namespace {
+
+// Edit > Preferences > Threads, passed to the worker with each job.
+int g_thread_limit = 0;
 
 // Qt needs each value type that crosses threads registered once before the first queued signal.
 void register_types_once() {
@@ -63,8 +68,17 @@ void EngineHost::queue(Call&& call) {
     worker_->clearStop();
     emit busyChanged(true);
   }
-  QMetaObject::invokeMethod(worker_, std::forward<Call>(call), Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      worker_,
+      [w = worker_, threads = g_thread_limit, call = std::forward<Call>(call)]() mutable {
+        w->setThreadLimit(threads);
+        call();
+      },
+      Qt::QueuedConnection);
 }
+
+void EngineHost::setThreadLimit(int threads) { g_thread_limit = std::max(0, threads); }
+int EngineHost::threadLimit() { return g_thread_limit; }
 
 void EngineHost::openModel(const QString& path) {
   queue([w = worker_, path] { w->openModel(path); });

@@ -42,6 +42,10 @@ class EngineHost : public QObject {
   // Asks the running job to stop (and drops none of what it made). Safe when idle.
   void stop();
 
+  // The threads that jobs queued from now on run on, in every host (0: every core). GUI thread only.
+  static void setThreadLimit(int threads);
+  static int threadLimit();
+
  signals:
   void busyChanged(bool busy);
 

@@ -28,6 +28,7 @@ void EngineWorker::run(const QString& name, Job&& job) {
   emit jobStarted(name);
   bool ok = false;
   try {
+    stx::engine::set_thread_limit(threads_);  // Edit > Preferences > Threads
     stx::engine::use_job_threads();  // on this thread: LibTorch and OpenMP count threads per thread
     job();
     ok = true;

@@ -25,6 +25,9 @@ class EngineWorker : public QObject {
   void requestStop() { cancel_.store(true); }
   // Clears a stop request; EngineHost calls it when it queues a job while none is pending.
   void clearStop() { cancel_.store(false); }
+  // The threads the next jobs run on (0: every core); EngineHost sets it, on the worker's thread, with each
+  // job it queues.
+  void setThreadLimit(int threads) { threads_ = threads; }
 
   // The jobs; each runs on the worker's thread when called there (EngineHost queues them).
   void openModel(const QString& path);
@@ -73,6 +76,7 @@ class EngineWorker : public QObject {
 
   std::atomic<bool> cancel_{false};
   std::optional<stx::engine::LoadedModel> model_;  // only touched on the worker's thread
+  int threads_ = 0;
 };
 
 }  // namespace stx::studio

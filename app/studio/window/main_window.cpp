@@ -23,6 +23,7 @@
 #include <QVBoxLayout>
 
 #include "audio/audio_tab.h"
+#include "core/engine_host.h"
 #include "core/studio_tab.h"
 #include "image/image_tab.h"
 #include "models/models_tab.h"
@@ -276,6 +277,7 @@ void MainWindow::showPreferences() {
     rebuildRecentMenu();
   });
   connect(&dialog, &PreferencesDialog::deviceChosen, &context_, &StudioContext::setDevice);
+  connect(&dialog, &PreferencesDialog::threadsChosen, this, [](int threads) { EngineHost::setThreadLimit(threads); });
   dialog.exec();
 }
 
@@ -333,6 +335,7 @@ void MainWindow::restoreState() {
   QMainWindow::restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
   if (settings.value(QStringLiteral("preferences/showLog"), false).toBool()) logDock_->show();
   context_.setDevice(PreferencesDialog::savedDevice());
+  EngineHost::setThreadLimit(PreferencesDialog::savedThreads());
   recentFiles_ = settings.value(QStringLiteral("window/recentFiles")).toStringList();
   rebuildRecentMenu();
   for (int i = 0; i < tabs_->count(); ++i) {

@@ -11,12 +11,14 @@
 #include <QPalette>
 #include <QPushButton>
 #include <QSettings>
+#include <QSpinBox>
 #include <QStyle>
 #include <QStyleFactory>
 #include <QUrl>
 
 #include "core/device_box.h"
 #include "core/model_library.h"
+#include "stx/engine/threads.h"
 
 namespace stx::studio {
 
@@ -45,10 +47,16 @@ QPalette dark_palette() {
 }
 
 const char* const kDeviceKey = "preferences/device";
+const char* const kThreadsKey = "preferences/threads";
 
 }  // namespace
 
 QString PreferencesDialog::savedDevice() { return QSettings().value(kDeviceKey, "auto").toString(); }
+
+int PreferencesDialog::savedThreads() {
+  const int threads = QSettings().value(kThreadsKey, 0).toInt();
+  return threads >= 0 && threads <= stx::engine::kMaxThreads ? threads : 0;
+}
 
 void PreferencesDialog::applyTheme(const QString& theme) {
   // The platform's own style and palette at start-up, kept so that "system" can return to them.
@@ -76,6 +84,12 @@ PreferencesDialog::PreferencesDialog(QWidget* parent) : QDialog(parent) {
   device_ = new DeviceBox;
   device_->setDevice(savedDevice());
   device_->setToolTip(tr("Where the image, audio and text tabs run their models"));
+  threads_ = new QSpinBox;
+  threads_->setRange(0, stx::engine::kMaxThreads);
+  threads_->setSpecialValueText(tr("All cores (%1)").arg(stx::engine::usable_cores()));
+  threads_->setValue(savedThreads());
+  threads_->setToolTip(tr("Threads that generation and training may use. Generation uses fewer on its own "
+                          "while other programs keep cores busy."));
   deviceNote_ = new QLabel(DeviceBox::unavailableNote());
   deviceNote_->setWordWrap(true);
   deviceNote_->setForegroundRole(QPalette::PlaceholderText);  // a side note, quieter than the settings
@@ -100,6 +114,7 @@ PreferencesDialog::PreferencesDialog(QWidget* parent) : QDialog(parent) {
   form->addRow(QString(), showLog_);
   form->addRow(tr("Device"), device_);
   form->addRow(QString(), deviceNote_);
+  form->addRow(tr("CPU threads"), threads_);
   form->addRow(tr("Your models"), libraryRow);
   form->addRow(QString(), clearRecent);
   form->addRow(buttons);
@@ -111,8 +126,10 @@ void PreferencesDialog::accept() {
   settings.setValue("preferences/theme", theme);
   settings.setValue("preferences/showLog", showLog_->isChecked());
   settings.setValue(kDeviceKey, device_->device());
+  settings.setValue(kThreadsKey, threads_->value());
   applyTheme(theme);
   emit deviceChosen(device_->device());
+  emit threadsChosen(threads_->value());
   QDialog::accept();
 }
 

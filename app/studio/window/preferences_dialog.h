@@ -8,6 +8,7 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QSpinBox;
 
 namespace stx::studio {
 
@@ -22,11 +23,15 @@ class PreferencesDialog : public QDialog {
   QComboBox* themeBox() const { return theme_; }
   QCheckBox* showLogBox() const { return showLog_; }
   DeviceBox* deviceBox() const { return device_; }
+  // Threads for jobs: 0 shows as "All cores (N)".
+  QSpinBox* threadsBox() const { return threads_; }
   // Why CUDA GPU is off on this machine; hidden where there is a GPU.
   QLabel* deviceNote() const { return deviceNote_; }
 
   // The saved device: "auto" (the default), "cpu" or "cuda".
   static QString savedDevice();
+  // The saved thread count, 0 (the default) for every core.
+  static int savedThreads();
 
   // Applies the saved colour scheme to the application: "system" (the platform's palette, which follows
   // the desktop's dark or light setting), "light" or "dark".
@@ -36,6 +41,8 @@ class PreferencesDialog : public QDialog {
   void recentFilesCleared();
   // OK was pressed; `device` is the one now saved, for the window to pass on to every tab.
   void deviceChosen(const QString& device);
+  // OK was pressed; `threads` is the count now saved (0: every core).
+  void threadsChosen(int threads);
 
  private:
   void accept() override;
@@ -43,6 +50,7 @@ class PreferencesDialog : public QDialog {
   QComboBox* theme_;
   QCheckBox* showLog_;
   DeviceBox* device_;
+  QSpinBox* threads_;
   QLabel* deviceNote_;
 };
 
