@@ -14,6 +14,7 @@ std::atomic<int> last_settled{0};
 
 void ThreadCountChooser::start_cycle() {
   trying_ = false;
+  rechecking_ = false;
   run_ = {};
   block_ = {};
   trial_span_ = {};
@@ -40,11 +41,12 @@ int ThreadCountChooser::next(int most) {
     best_ = hint >= 1 && hint <= most ? hint : most;
     cycle_seconds_ = kFirstCycleSeconds;
     first_cycle_ = true;
+    warmup_left_ = kWarmupSteps;
     reference_ = 0;
     start_cycle();
   }
   if (most_ == 1) return 1;
-  if (!trying_ && run_.steps >= (first_cycle_ ? kFirstCycleSteps : kTrialSteps) &&
+  if (!trying_ && !rechecking_ && run_.steps >= (first_cycle_ ? kFirstCycleSteps : kTrialSteps) &&
       (run_.seconds >= cycle_seconds_ || slowed_down_)) {
     trial_ = neighbour();
     if (trial_ == best_) {
@@ -59,6 +61,17 @@ int ThreadCountChooser::next(int most) {
 
 void ThreadCountChooser::record(double seconds) {
   if (most_ <= 1) return;
+  if (warmup_left_ > 0) {  // a new decoder's first steps touch fresh memory: no count is that slow
+    --warmup_left_;
+    return;
+  }
+  if (rechecking_) {
+    recheck_span_.add(seconds);
+    const bool confirmed = recheck_span_.steps == kAbortAfter && recheck_span_.seconds > 2 * kAbortAfter * trial_mean_;
+    if (!confirmed && (recheck_span_.steps < kTrialSteps || recheck_span_.seconds < kTrialSeconds)) return;
+    decide(confirmed || trial_mean_ < kSwitchRatio * recheck_span_.mean());
+    return;
+  }
   if (!trying_) {
     run_.add(seconds);
     block_.add(seconds);
@@ -78,16 +91,29 @@ void ThreadCountChooser::record(double seconds) {
   trial_span_.add(seconds);
   const double settled = run_.mean();
   if (seconds > 2 * settled) ++trial_slow_steps_;
-  bool lost = trial_span_.steps == kAbortAfter && trial_slow_steps_ == kAbortAfter;
+  const bool lost = trial_span_.steps == kAbortAfter && trial_slow_steps_ == kAbortAfter;
   if (!lost && (trial_span_.steps < kTrialSteps || trial_span_.seconds < kTrialSeconds)) return;
   if (!lost && trial_span_.mean() < kSwitchRatio * settled) {
+    // It looks faster, but the settled count may have been slowed by something that has passed (a burst of
+    // painting, another program's short job): measure it again, now, before switching.
+    trial_mean_ = trial_span_.mean();
+    trying_ = false;
+    rechecking_ = true;
+    recheck_span_ = {};
+    return;
+  }
+  decide(false);
+}
+
+void ThreadCountChooser::decide(bool switch_to_trial) {
+  if (switch_to_trial) {
     best_ = trial_;
-    reference_ = trial_span_.mean();
+    reference_ = trial_mean_;
     cycle_seconds_ = kCycleSeconds;
   } else {
     // A neighbour that lost again is tried less often: on a machine whose load holds still, the trials cost
     // next to nothing. A change of load is caught by the slow-down check instead.
-    reference_ = settled;
+    reference_ = rechecking_ ? recheck_span_.mean() : run_.mean();
     cycle_seconds_ = std::clamp(2 * cycle_seconds_, kCycleSeconds, kLongestCycleSeconds);
   }
   first_cycle_ = false;

@@ -64,8 +64,8 @@ TEST(ThreadCountChooser, FollowsTheLoadAsItChanges) {
   ThreadCountChooser chooser;
   simulate(chooser, 2, 2000, idle);
   ASSERT_EQ(chooser.settled(), 2);
-  // Another program starts: within a tenth of a second the chooser is on one thread.
-  Outcome o = simulate(chooser, 2, 1 << 30, busy, 0.1);
+  // Another program starts: within 0.15 s the chooser is on one thread.
+  Outcome o = simulate(chooser, 2, 1 << 30, busy, 0.15);
   EXPECT_EQ(o.settled, 1);
   simulate(chooser, 2, 4000, busy);
   // It ends: back on two threads within the longest wait between trials (1.6 s) and a trial.

@@ -31,6 +31,7 @@
 #include "text/text_tab.h"
 #include "window/error_banner.h"
 #include "window/preferences_dialog.h"
+#include "window/steady_tab_widget.h"
 #include "wizard/train_wizard.h"
 
 namespace stx::studio {
@@ -44,7 +45,7 @@ constexpr int kMaxRecentFiles = 10;
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("STX Studio"));
   setAcceptDrops(true);
-  tabs_ = new QTabWidget;
+  tabs_ = new SteadyTabWidget;
   tabs_->setDocumentMode(true);
   banner_ = new ErrorBanner;
   auto* central = new QWidget;

@@ -33,11 +33,15 @@ class ThreadCountChooser {
   // load of the machine outlives one sample), or from `most`.
   // A cycle: the settled count for cycle_seconds_ (the first time, kFirstCycleSeconds and at least
   // kFirstCycleSteps steps; then at least kTrialSteps), then the neighbour
-  // for one warm-up step and at least kTrialSteps steps and kTrialSeconds. The neighbour takes over when its
-  // mean step is at most kSwitchRatio of the settled count's mean over the cycle. One whose first
-  // kAbortAfter steps each took twice that mean loses at once. A neighbour that lost waits twice as long for
+  // for one warm-up step and at least kTrialSteps steps and kTrialSeconds. A neighbour whose mean step is at
+  // most kSwitchRatio of the settled count's mean over the cycle is held against the settled count measured
+  // again, as long, right after it (what slowed the cycle may have passed), and takes over if it still
+  // wins. One whose first kAbortAfter steps each took twice that mean loses at once; a recheck whose first
+  // kAbortAfter steps took twice the neighbour's mean each confirms it at once. A new chooser ignores its
+  // first kWarmupSteps steps. A neighbour that lost waits twice as long for
   // its next trial, up to kLongestCycleSeconds. While running, a block of at least kBlockSteps steps and
   // kBlockSeconds whose mean is kSlowDown times the last mean starts a trial at once (the load changed).
+  static constexpr int kWarmupSteps = 2;
   static constexpr double kFirstCycleSeconds = 0.005;
   static constexpr int kFirstCycleSteps = 3;
   static constexpr double kCycleSeconds = 0.2;
@@ -61,11 +65,15 @@ class ThreadCountChooser {
     double mean() const { return steps > 0 ? seconds / steps : 0; }
   };
   void start_cycle();
+  void decide(bool switch_to_trial);
   int neighbour();
 
   int most_ = 0, best_ = 0, trial_ = 0;
   bool try_fewer_ = true;  // the direction of the next trial; alternates
-  bool trying_ = false;
+  bool trying_ = false, rechecking_ = false;
+  int warmup_left_ = 0;
+  double trial_mean_ = 0;
+  Span recheck_span_;
   int trial_warmup_left_ = 0;
   double cycle_seconds_ = 0;
   double reference_ = 0;  // the settled count's mean step when last measured; 0: none yet
