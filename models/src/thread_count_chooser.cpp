@@ -12,6 +12,10 @@ std::atomic<int> last_settled{0};
 
 }  // namespace
 
+// More threads must win by more than fewer: beside other programs more threads can lose many times over
+// when the load shifts (every meeting waits for a thread without a core), fewer lose at most their share.
+double ThreadCountChooser::switch_ratio() const { return trial_ > best_ ? kSwitchUpRatio : kSwitchRatio; }
+
 void ThreadCountChooser::start_cycle() {
   trying_ = false;
   rechecking_ = false;
@@ -69,7 +73,7 @@ void ThreadCountChooser::record(double seconds) {
     recheck_span_.add(seconds);
     const bool confirmed = recheck_span_.steps == kAbortAfter && recheck_span_.seconds > 2 * kAbortAfter * trial_mean_;
     if (!confirmed && (recheck_span_.steps < kTrialSteps || recheck_span_.seconds < kTrialSeconds)) return;
-    decide(confirmed || trial_mean_ < kSwitchRatio * recheck_span_.mean());
+    decide(confirmed || trial_mean_ < switch_ratio() * recheck_span_.mean());
     return;
   }
   if (!trying_) {
@@ -93,7 +97,7 @@ void ThreadCountChooser::record(double seconds) {
   if (seconds > 2 * settled) ++trial_slow_steps_;
   const bool lost = trial_span_.steps == kAbortAfter && trial_slow_steps_ == kAbortAfter;
   if (!lost && (trial_span_.steps < kTrialSteps || trial_span_.seconds < kTrialSeconds)) return;
-  if (!lost && trial_span_.mean() < kSwitchRatio * settled) {
+  if (!lost && trial_span_.mean() < switch_ratio() * settled) {
     // It looks faster, but the settled count may have been slowed by something that has passed (a burst of
     // painting, another program's short job): measure it again, now, before switching.
     trial_mean_ = trial_span_.mean();

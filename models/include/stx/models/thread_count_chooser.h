@@ -34,7 +34,7 @@ class ThreadCountChooser {
   // A cycle: the settled count for cycle_seconds_ (the first time, kFirstCycleSeconds and at least
   // kFirstCycleSteps steps; then at least kTrialSteps), then the neighbour
   // for one warm-up step and at least kTrialSteps steps and kTrialSeconds. A neighbour whose mean step is at
-  // most kSwitchRatio of the settled count's mean over the cycle is held against the settled count measured
+  // most kSwitchRatio (kSwitchUpRatio for more threads) of the settled count's mean over the cycle is held against the settled count measured
   // again, as long, right after it (what slowed the cycle may have passed), and takes over if it still
   // wins. One whose first kAbortAfter steps each took twice that mean loses at once; a recheck whose first
   // kAbortAfter steps took twice the neighbour's mean each confirms it at once. A new chooser ignores its
@@ -50,6 +50,7 @@ class ThreadCountChooser {
   static constexpr double kTrialSeconds = 0.04;
   static constexpr int kAbortAfter = 2;
   static constexpr double kSwitchRatio = 0.9;
+  static constexpr double kSwitchUpRatio = 0.75;  // to more threads than the settled count
   static constexpr int kBlockSteps = 16;
   static constexpr double kBlockSeconds = 0.02;
   static constexpr double kSlowDown = 1.5;
@@ -66,6 +67,7 @@ class ThreadCountChooser {
   };
   void start_cycle();
   void decide(bool switch_to_trial);
+  double switch_ratio() const;
   int neighbour();
 
   int most_ = 0, best_ = 0, trial_ = 0;
