@@ -91,6 +91,9 @@ AudioTab::AudioTab(StudioContext* context, QWidget* parent) : StudioTab(context,
   connect(playback_, &PlaybackBar::failed, this,
           [this](const QString& message) { this->context()->showError(tr("Playback: %1").arg(message)); });
   connect(prompt_, &PromptClipBox::promptChanged, this, &AudioTab::promptChanged);
+  connect(prompt_, &PromptClipBox::warned, this, [this](const QString& message) {
+    this->context()->log(StudioContext::Level::warning, message);
+  });
   connect(prompt_, &PromptClipBox::failed, this, [this](const QString& message) {
     this->context()->showError(message);
     updateButtons();

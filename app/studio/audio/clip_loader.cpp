@@ -1,5 +1,6 @@
 #include "audio/clip_loader.h"
 
+#include <QStringList>
 #include <QThread>
 #include <exception>
 #include <memory>
@@ -13,6 +14,7 @@ namespace {
 struct LoadResult {
   Bytes clip;
   QString error;
+  QStringList warnings;  // read anyway, with something to say (a truncated WAV)
 };
 
 }  // namespace
@@ -31,7 +33,9 @@ bool ClipLoader::load(const QString& path) {
   auto result = std::make_shared<LoadResult>();
   thread_ = QThread::create([path, result] {
     try {
-      result->clip = stx::engine::load_audio_mulaw(path.toStdString());
+      stx::engine::AudioWarnings warnings;
+      result->clip = stx::engine::load_audio_mulaw(path.toStdString(), {}, &warnings);
+      for (const std::string& line : warnings.lines) result->warnings << QString::fromStdString(line);
     } catch (const std::exception& e) {
       result->error = QString::fromStdString(e.what());
     }
@@ -41,6 +45,7 @@ bool ClipLoader::load(const QString& path) {
     thread_->deleteLater();
     thread_ = nullptr;
     if (result->error.isEmpty()) {
+      for (const QString& warning : result->warnings) emit warned(warning);
       emit loaded(path, result->clip);
     } else {
       emit failed(path, result->error);

@@ -29,6 +29,8 @@ class ClipLoader : public QObject {
   void loaded(const QString& path, const stx::studio::Bytes& clip);
   // message names the file and the reason, in plain words.
   void failed(const QString& path, const QString& message);
+  // The clip was read, but something about the file deserves a word (it names the file); before loaded().
+  void warned(const QString& message);
 
  private:
   QThread* thread_ = nullptr;

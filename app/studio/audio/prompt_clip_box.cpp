@@ -64,6 +64,7 @@ PromptClipBox::PromptClipBox(QWidget* parent) : QGroupBox(tr("Prompt clip"), par
     refresh();
   });
   connect(loader_, &ClipLoader::loaded, this, &PromptClipBox::clipLoaded);
+  connect(loader_, &ClipLoader::warned, this, &PromptClipBox::warned);
   connect(loader_, &ClipLoader::failed, this, [this](const QString&, const QString& message) {
     refresh();
     emit failed(message);

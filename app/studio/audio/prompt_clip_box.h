@@ -50,6 +50,8 @@ class PromptClipBox : public QGroupBox {
   void promptChanged();
   void clipOpened(const QString& path);
   void failed(const QString& message);
+  // The clip opened with a warning (a truncated file), naming the file.
+  void warned(const QString& message);
 
  private:
   void clipLoaded(const QString& path, const Bytes& clip);

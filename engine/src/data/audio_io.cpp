@@ -7,7 +7,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "file_bytes.h"
 #include "stx/engine/error.h"
@@ -21,6 +24,8 @@ constexpr int kMaxSampleRate = 768'000;
 // libsamplerate converts by at most 1:256, so 12 kHz can be reached from 47 Hz upwards.
 constexpr int kMinSampleRate = (kSampleRate + 255) / 256;
 constexpr sf_count_t kChunkFrames = 16384;
+// Where a WAV's data chunk is looked for: the chunks before it (fmt, LIST, fact) are small.
+constexpr size_t kWavHeadBytes = 64 * 1024;
 
 using SoundFile = std::unique_ptr<SNDFILE, int (*)(SNDFILE*)>;
 
@@ -131,12 +136,15 @@ std::vector<float> decode_to_12k(SNDFILE* file, const SF_INFO& info, const std::
     throw Error(source_name + ": " + seconds_text(frames / info.samplerate) + " long, over the limit of " +
                 seconds_text(limits.max_seconds));
   };
-  if (static_cast<double>(info.frames) > max_frames) refuse_length(static_cast<double>(info.frames));
+  // libsndfile gives the largest count for a length it cannot know (a truncated Ogg): then the read loop
+  // alone decides, and nothing is reserved on the header's word.
+  const bool length_known = info.frames >= 0 && info.frames < SF_COUNT_MAX;
+  if (length_known && static_cast<double>(info.frames) > max_frames) refuse_length(static_cast<double>(info.frames));
 
   std::vector<float> out;
-  out.reserve(static_cast<size_t>(
-                  std::max<double>(0.0, static_cast<double>(info.frames) * kSampleRate / info.samplerate)) +
-              16);
+  if (length_known) {
+    out.reserve(static_cast<size_t>(static_cast<double>(info.frames) * kSampleRate / info.samplerate) + 16);
+  }
   Resampler resampler(info.samplerate, source_name, out);
   const size_t channels = static_cast<size_t>(info.channels);
   std::vector<float> interleaved(static_cast<size_t>(kChunkFrames) * channels);
@@ -160,16 +168,47 @@ std::vector<float> decode_to_12k(SNDFILE* file, const SF_INFO& info, const std::
   if (const int error = sf_error(file); error != SF_ERR_NO_ERROR) {
     throw Error(source_name + ": cannot decode the audio (libsndfile: " + sf_error_number(error) + ")");
   }
+  if (!length_known && frames_read == 0) {  // libsndfile's answer for an Ogg cut short: no length, no audio
+    throw Error(source_name + ": truncated or damaged: its length is unknown and no audio could be read from it");
+  }
   resampler.push(mono.data(), 0, true);
   // The sinc filter overshoots a little near full scale.
   for (float& sample : out) sample = std::clamp(sample, -1.0f, 1.0f);
   return out;
 }
 
+// A RIFF/WAVE file whose data chunk claims more bytes than there are after it: how many are missing, or 0.
+// `head` is the start of the file (the chunks before the data chunk are small), `file_size` its size.
+uint64_t wav_bytes_missing(const uint8_t* head, size_t head_size, uint64_t file_size) {
+  auto u32 = [&](size_t at) {
+    return static_cast<uint32_t>(head[at]) | static_cast<uint32_t>(head[at + 1]) << 8 |
+           static_cast<uint32_t>(head[at + 2]) << 16 | static_cast<uint32_t>(head[at + 3]) << 24;
+  };
+  if (head_size < 12 || std::memcmp(head, "RIFF", 4) != 0 || std::memcmp(head + 8, "WAVE", 4) != 0) return 0;
+  for (size_t at = 12; at + 8 <= head_size;) {
+    const uint64_t size = u32(at + 4);
+    if (std::memcmp(head + at, "data", 4) == 0) {
+      const uint64_t end = at + 8 + size;
+      return end > file_size ? end - file_size : 0;
+    }
+    at += 8 + static_cast<size_t>(size + (size & 1));  // chunks are padded to even sizes
+  }
+  return 0;
+}
+
+void warn_if_wav_truncated(const uint8_t* head, size_t head_size, uint64_t file_size, const std::string& source_name,
+                           AudioWarnings* warnings) {
+  if (warnings == nullptr) return;
+  const uint64_t missing = wav_bytes_missing(head, head_size, file_size);
+  if (missing == 0) return;
+  warnings->lines.push_back(source_name + ": truncated: its data chunk claims " + std::to_string(missing) +
+                            " bytes more than the file holds; read as far as it goes");
+}
+
 }  // namespace
 
 std::vector<float> audio_12k_from_memory(const uint8_t* data, size_t size, const std::string& source_name,
-                                         const AudioLimits& limits) {
+                                         const AudioLimits& limits, AudioWarnings* warnings) {
   if (size > limits.max_file_bytes) {
     throw Error(source_name + ": " + std::to_string(size) + " bytes is over the audio file limit of " +
                 std::to_string(limits.max_file_bytes) + " bytes");
@@ -179,20 +218,29 @@ std::vector<float> audio_12k_from_memory(const uint8_t* data, size_t size, const
   SF_INFO info{};
   SoundFile file(sf_open_virtual(&io, SFM_READ, &info, &memory), &sf_close);
   if (!file) throw Error(source_name + ": cannot open the audio (libsndfile: " + sf_strerror(nullptr) + ")");
+  warn_if_wav_truncated(data, std::min<size_t>(size, kWavHeadBytes), size, source_name, warnings);
   return decode_to_12k(file.get(), info, source_name, limits);
 }
 
-std::vector<float> load_audio_12k(const std::filesystem::path& file, const AudioLimits& limits) {
-  data::regular_file_size(file, limits.max_file_bytes);
+std::vector<float> load_audio_12k(const std::filesystem::path& file, const AudioLimits& limits,
+                                  AudioWarnings* warnings) {
+  const uint64_t file_size = data::regular_file_size(file, limits.max_file_bytes);
   SF_INFO info{};
   SoundFile sound(sf_open(file.c_str(), SFM_READ, &info), &sf_close);
   if (!sound)
     throw Error(file.string() + ": cannot open the audio (libsndfile: " + sf_strerror(nullptr) + ")");
+  if (warnings != nullptr) {
+    std::vector<uint8_t> head(kWavHeadBytes);
+    std::unique_ptr<FILE, int (*)(FILE*)> stream(std::fopen(file.c_str(), "rb"), &std::fclose);
+    const size_t got = stream ? std::fread(head.data(), 1, head.size(), stream.get()) : 0;
+    warn_if_wav_truncated(head.data(), got, file_size, file.string(), warnings);
+  }
   return decode_to_12k(sound.get(), info, file.string(), limits);
 }
 
-std::vector<uint8_t> load_audio_mulaw(const std::filesystem::path& file, const AudioLimits& limits) {
-  const std::vector<float> samples = load_audio_12k(file, limits);
+std::vector<uint8_t> load_audio_mulaw(const std::filesystem::path& file, const AudioLimits& limits,
+                                      AudioWarnings* warnings) {
+  const std::vector<float> samples = load_audio_12k(file, limits, warnings);
   std::vector<uint8_t> bytes(samples.size());
   std::transform(samples.begin(), samples.end(), bytes.begin(), &mulaw_encode);
   return bytes;

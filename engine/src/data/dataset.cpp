@@ -47,9 +47,28 @@ uint64_t fnv1a64(std::string_view text) {
   return hash;
 }
 
+// Why an entry that is neither a folder nor a regular file cannot be read, naming it. Such entries are only
+// ever looked at, never opened: opening a FIFO for reading waits for a writer that may never come.
+std::string why_not_a_file(const fs::directory_entry& entry) {
+  std::error_code ec;
+  const std::string name = entry.path().string();
+  if (entry.is_symlink(ec) && !fs::exists(entry.status(ec))) {
+    const fs::path target = fs::read_symlink(entry.path(), ec);
+    return name + ": a symbolic link to " + (ec ? std::string("a target") : target.string()) +
+           ", which does not exist";
+  }
+  const fs::file_type type = entry.status(ec).type();
+  if (type == fs::file_type::fifo) return name + ": a FIFO (named pipe), not a regular file";
+  if (type == fs::file_type::socket) return name + ": a socket, not a regular file";
+  if (type == fs::file_type::block || type == fs::file_type::character) return name + ": a device, not a regular file";
+  if (ec) return name + ": cannot look at it (" + ec.message() + ")";
+  return name + ": not a regular file";
+}
+
 // Regular files under folder (symlinks to files included, symlinked folders not followed), hidden ones and
-// those in hidden folders left out, sorted by relative name.
-std::vector<Candidate> scan_folder(const fs::path& folder, DataKind kind) {
+// those in hidden folders left out, sorted by relative name. Entries of a wanted name that are not regular
+// files (a broken symbolic link, a FIFO, a socket, a device) go to `unreadable` with the reason.
+std::vector<Candidate> scan_folder(const fs::path& folder, DataKind kind, std::vector<SkippedFile>& unreadable) {
   std::vector<Candidate> candidates;
   try {
     for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::skip_permission_denied);
@@ -60,7 +79,11 @@ std::vector<Candidate> scan_folder(const fs::path& folder, DataKind kind) {
         if (it->is_directory(ec)) it.disable_recursion_pending();
         continue;
       }
-      if (!it->is_regular_file(ec) || !is_wanted(kind, file)) continue;
+      if (it->is_directory(ec) || !is_wanted(kind, file)) continue;
+      if (!it->is_regular_file(ec)) {
+        unreadable.push_back({file, why_not_a_file(*it)});
+        continue;
+      }
       candidates.push_back({file, file.lexically_relative(folder).generic_string()});
     }
   } catch (const fs::filesystem_error& e) {
@@ -68,7 +91,18 @@ std::vector<Candidate> scan_folder(const fs::path& folder, DataKind kind) {
   }
   std::sort(candidates.begin(), candidates.end(),
             [](const Candidate& a, const Candidate& b) { return a.name < b.name; });
+  std::sort(unreadable.begin(), unreadable.end(),
+            [](const SkippedFile& a, const SkippedFile& b) { return a.file < b.file; });
   return candidates;
+}
+
+// The skipped files for an error message: the first few with their reasons, and how many more.
+std::string skipped_summary(const std::vector<SkippedFile>& skipped) {
+  constexpr size_t kNamed = 3;
+  std::string text = " (" + std::to_string(skipped.size()) + " skipped: ";
+  for (size_t i = 0; i < std::min(skipped.size(), kNamed); ++i) text += (i > 0 ? "; " : "") + skipped[i].reason;
+  if (skipped.size() > kNamed) text += "; and " + std::to_string(skipped.size() - kNamed) + " more";
+  return text + ")";
 }
 
 // Appends documents to the split their name hashes to (or, by_subfolder, the split their top folder names),
@@ -159,10 +193,16 @@ Dataset open_idx(const fs::path& path, const DatasetOptions& options, Dataset da
   return dataset;
 }
 
-std::vector<uint8_t> read_document(const fs::path& file, const DatasetOptions& options) {
+std::vector<uint8_t> read_document(const fs::path& file, const DatasetOptions& options,
+                                   std::vector<std::string>& warnings) {
   switch (options.kind) {
     case DataKind::Image: return load_image_bytes(file, options.image, options.image_limits);
-    case DataKind::Audio: return load_audio_mulaw(file, options.audio_limits);
+    case DataKind::Audio: {
+      AudioWarnings audio;
+      std::vector<uint8_t> bytes = load_audio_mulaw(file, options.audio_limits, &audio);
+      warnings.insert(warnings.end(), audio.lines.begin(), audio.lines.end());
+      return bytes;
+    }
     case DataKind::Text: return data::read_file_bytes(file, options.max_text_file_bytes);
   }
   return {};
@@ -172,7 +212,7 @@ Dataset open_single_file(const fs::path& file, const DatasetOptions& options, Da
   if (options.kind == DataKind::Image)
     throw Error(file.string() + ": an image dataset needs at least 2 images: give a folder of images (or a "
                 "Fashion-MNIST IDX file), not a single image");
-  std::vector<uint8_t> bytes = read_document(file, options);
+  std::vector<uint8_t> bytes = read_document(file, options, dataset.warnings);
   check_total(file, bytes.size(), options.max_total_bytes);
   if (bytes.size() < 2) {
     throw Error(file.string() + ": " + std::to_string(bytes.size()) +
@@ -183,7 +223,7 @@ Dataset open_single_file(const fs::path& file, const DatasetOptions& options, Da
 }
 
 Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Dataset dataset) {
-  std::vector<Candidate> candidates = scan_folder(folder, options.kind);
+  std::vector<Candidate> candidates = scan_folder(folder, options.kind, dataset.skipped);
   // A recipe that holds out whole works (all renderings of a piece, say) lays them out as train/ and
   // validation/; any other layout is split by name hash.
   std::error_code layout_error;
@@ -195,7 +235,7 @@ Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Datas
     // split was taken from the layout while the linked side was silently empty.
     for (const std::string part : {"train", "validation"}) {
       if (!fs::is_symlink(folder / part, layout_error)) continue;
-      for (Candidate candidate : scan_folder(folder / part, options.kind)) {
+      for (Candidate candidate : scan_folder(folder / part, options.kind, dataset.skipped)) {
         candidate.name = part + "/" + candidate.name;
         candidates.push_back(std::move(candidate));
       }
@@ -218,7 +258,7 @@ Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Datas
     }
     std::vector<uint8_t> bytes;
     try {
-      bytes = read_document(candidate.file, options);
+      bytes = read_document(candidate.file, options, dataset.warnings);
       if (bytes.empty()) throw Error(candidate.file.string() + ": the file is empty");
     } catch (const Error& e) {
       dataset.skipped.push_back({candidate.file, e.what()});
@@ -235,19 +275,13 @@ Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Datas
   const std::string noun(to_string(options.kind));
   if (split.documents() == 0) {
     std::string message = "no readable " + noun + " files in " + folder.string();
-    if (!dataset.skipped.empty()) {
-      message +=
-          " (" + std::to_string(dataset.skipped.size()) + " skipped: " + dataset.skipped.front().reason + ")";
-    }
+    if (!dataset.skipped.empty()) message += skipped_summary(dataset.skipped);
     throw Error(message);
   }
   if (split.documents() == 1) {
     if (options.kind == DataKind::Image) {
       std::string message = folder.string() + ": an image dataset needs at least 2 images, and only 1 was readable";
-      if (!dataset.skipped.empty()) {
-        message += " (" + std::to_string(dataset.skipped.size()) + " skipped; the first: " +
-                   dataset.skipped.front().reason + ")";
-      }
+      if (!dataset.skipped.empty()) message += skipped_summary(dataset.skipped);
       throw Error(message);
     }
     if (last_document.size() < 2) {

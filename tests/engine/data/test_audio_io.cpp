@@ -3,6 +3,8 @@
 #include <sndfile.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -181,6 +183,48 @@ TEST_F(AudioIo, ImpossibleHeadersAreRefused) {
   expect_error([&] { load_audio_12k(folder / "slow.wav"); }, {"slow.wav", "8 Hz"});
   test::write_file(folder / "wide.wav", wav_with_header(100, 8000, 2000));
   expect_error([&] { load_audio_12k(folder / "wide.wav"); }, {"wide.wav", "100 channels"});
+}
+
+// A WAV whose data chunk claims more than the file holds: read as far as it goes, with one warning that
+// names the file; an intact one gets none.
+TEST_F(AudioIo, ATruncatedWavIsReadWithAWarning) {
+  const std::filesystem::path file = folder / "cut.wav";
+  std::vector<uint8_t> bytes = wav_with_header(1, 12000, 2400);  // 1,200 samples promised
+  bytes.resize(bytes.size() - 1000);                             // 500 of them cut off
+  test::write_file(file, bytes);
+  AudioWarnings warnings;
+  const std::vector<float> samples = load_audio_12k(file, {}, &warnings);
+  EXPECT_NEAR(static_cast<double>(samples.size()), 700.0, 2.0);
+  ASSERT_EQ(warnings.lines.size(), 1u);
+  EXPECT_EQ(warnings.lines[0], file.string() + ": truncated: its data chunk claims 1000 bytes more than the file "
+                                               "holds; read as far as it goes");
+  AudioWarnings from_memory;
+  audio_12k_from_memory(bytes.data(), bytes.size(), "clip", {}, &from_memory);
+  ASSERT_EQ(from_memory.lines.size(), 1u);
+  EXPECT_EQ(from_memory.lines[0].rfind("clip: truncated", 0), 0u);
+
+  test::write_file(folder / "whole.wav", wav_with_header(1, 12000, 2400));
+  AudioWarnings none;
+  EXPECT_EQ(load_audio_12k(folder / "whole.wav", {}, &none).size(), 1200u);
+  EXPECT_TRUE(none.lines.empty());
+}
+
+// An Ogg cut short has no length (libsndfile reports the largest count) and libsndfile reads nothing
+// from it: refused as truncated, not as hundreds of years long.
+TEST_F(AudioIo, AnOggCutShortIsRefusedAsTruncated) {
+  const std::filesystem::path whole = folder / "whole.ogg";
+  SF_INFO probe{};
+  probe.samplerate = 12000;
+  probe.channels = 1;
+  probe.format = SF_FORMAT_OGG | SF_FORMAT_VORBIS;
+  ASSERT_TRUE(sf_format_check(&probe)) << "Debian's libsndfile writes Ogg Vorbis";
+  write_sound(whole, SF_FORMAT_OGG | SF_FORMAT_VORBIS, 12000, 1, sine(440, 12000, 2.0, 1));
+  std::ifstream in(whole, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  bytes.resize(bytes.size() * 2 / 3);
+  test::write_file(folder / "cut.ogg", bytes);
+  expect_error([&] { load_audio_12k(folder / "cut.ogg"); },
+               {(folder / "cut.ogg").string() + ": truncated or damaged: its length is unknown"});
 }
 
 TEST_F(AudioIo, LengthAndSizeLimitsAreEnforced) {

@@ -1,6 +1,7 @@
 // Folder scans, splits and the errors of open_dataset.
 #include <gtest/gtest.h>
 #include <sndfile.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -216,6 +217,38 @@ TEST_F(OpenDataset, NoReadableFilesNamesTheFirstReason) {
                {"no readable image files in " + folder.path().string() + " (3 skipped: ", "x.png"});
 }
 
+// Entries that are not regular files are listed with their reasons, never opened (a FIFO would block).
+TEST_F(OpenDataset, BrokenLinksAndFifosAreListedWithTheirReasons) {
+  test::write_file(folder / "good.txt", std::vector<uint8_t>{'h', 'i', '!'});
+  std::filesystem::create_symlink(folder / "gone.txt", folder / "link.txt");
+  ASSERT_EQ(mkfifo((folder / "pipe.txt").c_str(), 0600), 0);
+  const Dataset data = open_dataset(folder.path(), options_for(DataKind::Text));
+  EXPECT_EQ(joined(data), (std::vector<uint8_t>{'h', 'i', '!'}));
+  ASSERT_EQ(data.skipped.size(), 2u);
+  EXPECT_EQ(data.skipped[0].file, folder / "link.txt");
+  EXPECT_NE(data.skipped[0].reason.find("link.txt: a symbolic link to " + (folder / "gone.txt").string() +
+                                        ", which does not exist"),
+            std::string::npos)
+      << data.skipped[0].reason;
+  EXPECT_EQ(data.skipped[1].reason, (folder / "pipe.txt").string() + ": a FIFO (named pipe), not a regular file");
+
+  // With nothing else, the error names each of them and why.
+  std::filesystem::remove(folder / "good.txt");
+  expect_error([&] { open_dataset(folder.path(), options_for(DataKind::Text)); },
+               {"no readable text files in " + folder.path().string() + " (2 skipped: ", "link.txt: a symbolic link",
+                "; " + (folder / "pipe.txt").string() + ": a FIFO"});
+  // An audio folder lists only what its name says is audio.
+  std::filesystem::create_symlink(folder / "gone.wav", folder / "song.wav");
+  expect_error([&] { open_dataset(folder.path(), options_for(DataKind::Audio)); },
+               {"no readable audio files in", "(1 skipped: ", "song.wav: a symbolic link"});
+}
+
+TEST_F(OpenDataset, ManySkippedFilesAreCountedNotAllNamed) {
+  for (int i = 0; i < 5; ++i) test::write_file(folder / ("bad" + std::to_string(i) + ".png"), test::random_bytes(50, i));
+  expect_error([&] { open_dataset(folder.path(), options_for(DataKind::Image)); },
+               {"(5 skipped: ", "bad0.png", "bad2.png", "; and 2 more)"});
+}
+
 TEST_F(OpenDataset, OneImageIsNotADataset) {
   write_png(folder / "only.png", 1);
   expect_error([&] { open_dataset(folder.path(), options_for(DataKind::Image)); },
@@ -291,10 +324,11 @@ TEST_F(OpenDataset, NonRegularPathsAreRefused) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   expect_error([&] { open_dataset(fifo, options_for(DataKind::Text)); },
                {"pipe", "neither a folder nor a regular file"});
-  // A pipe inside a folder is not a regular file and is left out of the scan rather than blocking it.
+  // A pipe inside a folder is listed as skipped, never opened (which would block the scan).
   test::write_file(folder / "real.txt", std::string("some text"));
   const Dataset dataset = open_dataset(folder.path(), options_for(DataKind::Text));
-  EXPECT_TRUE(dataset.skipped.empty());
+  ASSERT_EQ(dataset.skipped.size(), 1u);
+  EXPECT_EQ(dataset.skipped[0].reason, fifo.string() + ": a FIFO (named pipe), not a regular file");
   EXPECT_EQ(dataset.train.size() + dataset.validation.size(), 9u);
 }
 

@@ -35,6 +35,7 @@ struct Dataset {
   std::vector<uint8_t> train, validation;  // each split's documents concatenated in name order
   std::vector<std::string> train_files, validation_files;  // relative names, for the user
   std::vector<SkippedFile> skipped;  // unreadable (or empty) files and why; the scan went on past them
+  std::vector<std::string> warnings;  // files read anyway with something wrong (a truncated WAV), one line each
 };
 
 struct DatasetOptions {
