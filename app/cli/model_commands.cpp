@@ -88,6 +88,7 @@ int run_eval_command(const EvalOptions& o) {
   for (const auto& skipped : data.skipped) {
     std::cerr << "stx eval: skipped " << skipped.reason << "\n";  // the reason names the file
   }
+  for (const std::string& warning : data.warnings) std::cerr << "stx eval: warning: " << warning << "\n";
   std::vector<uint8_t> bytes;
   if (o.split != "validation") bytes = std::move(data.train);
   if (o.split != "train") bytes.insert(bytes.end(), data.validation.begin(), data.validation.end());
@@ -124,9 +125,24 @@ CLI::App* add_info_command(CLI::App& app, InfoOptions& o) {
 }
 
 int run_info_command(const InfoOptions& o) {
-  const engine::ModelBundle b = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
+  // The card comes from the files alone: no model is built, so a folder whose config asks for an absurd
+  // model is described, not allocated.
+  struct Card {
+    std::filesystem::path folder;
+    models::ModelConfig config;
+    nlohmann::json training;
+    std::optional<engine::TrainState> state;
+    std::string weights_hash;
+  } b;
+  b.folder = engine::resolve_checkpoint(o.model);
+  engine::CheckpointInfo info = engine::read_checkpoint_info(b.folder);
+  engine::check_model_fits(b.folder, info.config);  // what every loader refuses, info refuses too
+  b.config = info.config;
+  b.training = std::move(info.training);
+  b.state = info.state;
+  b.weights_hash = engine::weights_hash_of(b.folder);
   const models::ModelConfig& c = b.config;
-  const int64_t parameters = b.model->parameter_count();
+  const int64_t parameters = c.parameter_count();
   auto finite = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
   json card = {{"folder", b.folder.string()},
                {"name", c.name},

@@ -138,7 +138,9 @@ int run_sample_command(SampleCommandOptions& o) {
     }
   } else if (o.kind == "audio") {
     require_kind(bundle, models::DataKind::audio, "audio");
-    if (!(o.seconds > 0)) throw UsageError("--seconds must be more than 0");
+    if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
+      throw UsageError("--seconds must be a number of seconds above 0 (such as 4 or 2.5)");
+    }
     const auto generate = static_cast<int64_t>(std::llround(o.seconds * engine::kSampleRate));
     if (generate < 1) {
       throw UsageError("--seconds is less than one sample at 12 kHz (1/12000 s)");
@@ -151,7 +153,9 @@ int run_sample_command(SampleCommandOptions& o) {
                        std::to_string(c.context) + " samples at 12 kHz)");
     }
     if (!o.prompt.empty()) {
-      std::vector<uint8_t> clip = engine::load_audio_mulaw(o.prompt);
+      engine::AudioWarnings warnings;
+      std::vector<uint8_t> clip = engine::load_audio_mulaw(o.prompt, {}, &warnings);
+      for (const std::string& warning : warnings.lines) std::fprintf(stderr, "stx sample: warning: %s\n", warning.c_str());
       const auto room = static_cast<size_t>(c.context - generate);
       if (clip.size() > room) {
         std::fprintf(stderr, "stx sample: the prompt clip is longer than the model's context leaves room for; "
@@ -220,21 +224,32 @@ int run_sample_command(SampleCommandOptions& o) {
 
   info.seed = result.seed;
   info.created = engine::utc_timestamp_now();
+  std::vector<std::string> written;
   for (int64_t k = 0; k < o.count; ++k) {
     const std::filesystem::path path = engine::numbered_path(o.out, static_cast<int>(k + 1), static_cast<int>(o.count));
     const std::vector<uint8_t>& bytes = result.samples[static_cast<size_t>(k)];
     info.sample_number = static_cast<int>(k + 1);
     info.sample_count = static_cast<int>(o.count);
-    if (o.kind == "image") {
-      std::vector<uint8_t> pixels(static_cast<size_t>(c.context), 0);  // a stopped sample: the rest stays black
-      std::copy(bytes.begin(), bytes.end(), pixels.begin());
-      engine::write_png_export(path, pixels.data(), static_cast<int>(c.image_width), static_cast<int>(c.image_height),
-                               static_cast<int>(c.image_channels), info, overwrite);
-    } else if (o.kind == "audio") {
-      engine::write_wav(path, bytes.data(), bytes.size(), o.output_rate, info, overwrite);
-    } else {
-      engine::write_text(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), overwrite);
+    try {
+      if (o.kind == "image") {
+        std::vector<uint8_t> pixels(static_cast<size_t>(c.context), 0);  // a stopped sample: the rest stays black
+        std::copy(bytes.begin(), bytes.end(), pixels.begin());
+        engine::write_png_export(path, pixels.data(), static_cast<int>(c.image_width), static_cast<int>(c.image_height),
+                                 static_cast<int>(c.image_channels), info, overwrite);
+      } else if (o.kind == "audio") {
+        engine::write_wav(path, bytes.data(), bytes.size(), o.output_rate, info, overwrite);
+      } else {
+        engine::write_text(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), overwrite);
+      }
+    } catch (const engine::Error& e) {
+      // What was written stays, and the message says so: a quiet run printed nothing about it yet.
+      if (written.empty()) throw;
+      std::string kept = written.front();
+      if (written.size() > 1) kept += " and " + std::to_string(written.size() - 1) + " more";
+      throw engine::Error(std::string(e.what()) + " (" + kept + " written before it " +
+                          (written.size() > 1 ? "are" : "is") + " kept)");
     }
+    written.push_back(path.string());
     if (!o.quiet) std::fprintf(stderr, "wrote %s\n", path.string().c_str());
   }
   // Quiet: one line for every file written, the first and how many.

@@ -9,8 +9,10 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <type_traits>
 
@@ -18,6 +20,8 @@
 #include "stx/engine/bundled_models.h"
 #include "stx/engine/error.h"
 #include "stx/engine/safetensors.h"
+#include "stx/engine/trainer.h"
+#include "stx/engine/training_memory.h"
 
 namespace stx::engine {
 namespace fs = std::filesystem;
@@ -41,8 +45,10 @@ std::string hex64(uint64_t value) {
   return text;
 }
 
-uint64_t fnv1a64(const uint8_t* data, size_t size) {
-  uint64_t hash = 1469598103934665603ull;
+constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+
+// FNV-1a 64 of `data`, continuing from `hash` (so that a file can be hashed chunk by chunk).
+uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t hash = kFnvOffset) {
   for (size_t i = 0; i < size; ++i) hash = (hash ^ data[i]) * 1099511628211ull;
   return hash;
 }
@@ -171,16 +177,49 @@ CheckpointInfo read_checkpoint_info(const fs::path& folder) {
     throw Error(config_file.string() + ": " + e.what());
   }
   info.training = config_json.value("training", nlohmann::json::object());
+  try {  // the recipe's types, checked before anything reads or prints a field of it
+    TrainOptions recipe;
+    recipe_from_json(info.training, recipe);
+  } catch (const Error& e) {
+    throw Error(config_file.string() + ": " + e.what());
+  }
   const fs::path state_file = folder / "train_state.json";
   std::error_code ec;
   if (fs::exists(state_file, ec)) info.state = state_from_json(read_json(state_file), state_file);
   return info;
 }
 
+void check_model_fits(const fs::path& folder, const models::ModelConfig& config) {
+  const fs::path config_file = folder / "config.json", weights_file = folder / "model.safetensors";
+  const int64_t parameters = config.parameter_count();
+  const uint64_t in_memory = static_cast<uint64_t>(parameters) * sizeof(float);
+  const auto gb = [](uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+    return std::string(text);
+  };
+  // The weights file holds every parameter, at least as a half: a smaller one cannot be this model's.
+  std::error_code ec;
+  const uint64_t file_bytes = fs::file_size(weights_file, ec);
+  if (!ec && file_bytes < static_cast<uint64_t>(parameters) * 2) {
+    throw Error(config_file.string() + ": describes a model of " + std::to_string(parameters) +
+                " parameters, but " + weights_file.string() + " holds only " + std::to_string(file_bytes) +
+                " bytes (at least " + std::to_string(static_cast<uint64_t>(parameters) * 2) +
+                " needed); nothing was loaded");
+  }
+  const uint64_t available = available_memory_bytes();
+  if (available > 0 && in_memory > available) {
+    throw Error(config_file.string() + ": describes a model of " + std::to_string(parameters) + " parameters, " +
+                gb(in_memory) + " in memory, more than the " + gb(available) +
+                " this machine has available; nothing was loaded");
+  }
+}
+
 ModelBundle load_checkpoint(const fs::path& folder) {
   ModelBundle bundle;
   bundle.folder = folder;
   CheckpointInfo info = read_checkpoint_info(folder);
+  check_model_fits(folder, info.config);  // before anything of the model's size is allocated
   bundle.config = info.config;
   bundle.training = std::move(info.training);
   bundle.state = info.state;
@@ -208,11 +247,21 @@ ModelBundle load_checkpoint(const fs::path& folder) {
     throw Error(weights_file.string() + ": unexpected tensor '" + unused.begin()->first +
                 "' (config.json describes a different model)");
   }
-  {
-    const std::vector<uint8_t> bytes = read_file(weights_file, SafetensorsLimits{}.max_file_bytes);
-    bundle.weights_hash = hex64(fnv1a64(bytes.data(), bytes.size()));
-  }
+  bundle.weights_hash = weights_hash_of(folder);
   return bundle;
+}
+
+std::string weights_hash_of(const fs::path& folder) {
+  const fs::path file = folder / "model.safetensors";
+  std::unique_ptr<FILE, int (*)(FILE*)> stream(std::fopen(file.c_str(), "rb"), &std::fclose);
+  if (!stream) throw Error(file.string() + ": cannot open (" + std::strerror(errno) + ")");
+  uint64_t hash = kFnvOffset;
+  std::vector<uint8_t> chunk(1 << 20);
+  for (size_t got; (got = std::fread(chunk.data(), 1, chunk.size(), stream.get())) > 0;) {
+    hash = fnv1a64(chunk.data(), got, hash);
+  }
+  if (std::ferror(stream.get())) throw Error(file.string() + ": read error (" + std::strerror(errno) + ")");
+  return hex64(hash);
 }
 
 void load_optimizer_state(const fs::path& folder, models::SparseTransformer& model, torch::optim::AdamW& optimizer) {

@@ -42,7 +42,18 @@ void export_model(const fs::path& source, const fs::path& target, bool fp16_weig
     record = *bundle.state;
     state = &record;
   }
-  write_checkpoint_files(staging.path(), bundle.config, bundle.training, bundle.model, state, nullptr, fp16_weights);
+  try {
+    write_checkpoint_files(staging.path(), bundle.config, bundle.training, bundle.model, state, nullptr, fp16_weights);
+  } catch (const Error& e) {
+    // The user asked for `target`: name it, not the hidden staging folder beside it (removed on the way out).
+    std::string reason = e.what();
+    const std::string hidden = staging.path().string();
+    for (size_t at = reason.find(hidden); at != std::string::npos; at = reason.find(hidden, at)) {
+      reason.replace(at, hidden.size(), target.string());
+      at += target.string().size();
+    }
+    throw Error("cannot export to " + target.string() + " (nothing was written there): " + reason);
+  }
   if (!exists) {
     staging.commit();
     return;

@@ -106,32 +106,6 @@ void RunFolder::check_can_create() const {
   }
 }
 
-fs::path RunFolder::commit(int64_t step, bool is_best, int keep_last,
-                           const std::function<void(const fs::path& staging)>& write_files) {
-  std::error_code ec;
-  fs::create_directories(root_ / kCheckpointsFolder, ec);
-  if (ec) throw Error("cannot create " + (root_ / kCheckpointsFolder).string() + ": " + ec.message());
-  const fs::path target = folder_for(step);
-  // A checkpoint of this step is already committed (a resumed run stopped before taking a step): it
-  // holds the same state, so it is kept as it is rather than replaced.
-  if (!fs::exists(target, ec)) {
-    StagingDirectory staging(target);
-    write_files(staging.path());
-    staging.commit();
-  }
-
-  const std::string relative = (fs::path(kCheckpointsFolder) / step_name(step)).string();
-  std::string best_relative;
-  if (is_best) {
-    best_relative = relative;
-  } else if (auto best_folder = best()) {
-    best_relative = (fs::path(kCheckpointsFolder) / best_folder->filename()).string();
-  }
-  write_latest(relative, best_relative);
-  apply_retention(keep_last);
-  return target;
-}
-
 namespace {
 
 // A hidden leftover of a process that died mid-write: ".<name>.tmp-<pid>-<hex>" (atomic_file.cpp) whose
@@ -154,6 +128,37 @@ void remove_stale_leftovers(const fs::path& folder) {
 }
 
 }  // namespace
+
+fs::path RunFolder::commit(int64_t step, bool is_best, int keep_last,
+                           const std::function<void(const fs::path& staging)>& write_files) {
+  std::error_code ec;
+  fs::create_directories(root_ / kCheckpointsFolder, ec);
+  if (ec) throw Error("cannot create " + (root_ / kCheckpointsFolder).string() + ": " + ec.message());
+  // Before writing, not only after a save that worked: on a full disk, the staging folder of a save that was
+  // killed takes the room this save needs, and no save would ever succeed to clear it.
+  remove_stale_leftovers(root_);
+  remove_stale_leftovers(root_ / kCheckpointsFolder);
+  const fs::path target = folder_for(step);
+  // A checkpoint of this step is already committed (a resumed run stopped before taking a step): it
+  // holds the same state, so it is kept as it is rather than replaced.
+  if (!fs::exists(target, ec)) {
+    StagingDirectory staging(target);
+    write_files(staging.path());
+    staging.commit();
+  }
+
+  const std::string relative = (fs::path(kCheckpointsFolder) / step_name(step)).string();
+  std::string best_relative;
+  if (is_best) {
+    best_relative = relative;
+  } else if (auto best_folder = best()) {
+    best_relative = (fs::path(kCheckpointsFolder) / best_folder->filename()).string();
+  }
+  write_latest(relative, best_relative);
+  apply_retention(keep_last);
+  return target;
+}
+
 
 void RunFolder::apply_retention(int keep_last) const {
   // Staging folders and temporaries of runs killed mid-save would otherwise stay forever, each as large

@@ -1,5 +1,7 @@
 // The training recipe: range checks, its JSON form in config.json, and the learning-rate schedule.
 #include <cmath>
+#include <string>
+#include <type_traits>
 
 #include "stx/engine/error.h"
 #include "stx/engine/trainer.h"
@@ -12,15 +14,27 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw Error(message);
 }
 
+// A field of the recipe, when present, checked for its type first: "training.steps: must be a whole number".
 template <class T>
 void read(const nlohmann::json& json, const char* key, T& value) {
   const auto it = json.find(key);
   if (it == json.end()) return;
-  try {
-    value = it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(std::string("training.") + key + " has the wrong type (" + it->type_name() + ")");
+  const char* wanted = nullptr;
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!it->is_string()) wanted = "a string";
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!it->is_boolean()) wanted = "true or false";
+  } else if constexpr (std::is_unsigned_v<T>) {
+    if (!it->is_number_unsigned()) wanted = "a whole number, 0 or more";
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!it->is_number_integer()) wanted = "a whole number";
+  } else {
+    if (!it->is_number()) wanted = "a number";
   }
+  if (wanted != nullptr) {
+    throw Error(std::string("training.") + key + ": must be " + wanted + ", not " + it->dump());
+  }
+  value = it->get<T>();
 }
 
 }  // namespace
@@ -73,7 +87,7 @@ nlohmann::json recipe_to_json(const TrainOptions& o) {
 }
 
 void recipe_from_json(const nlohmann::json& json, TrainOptions& o) {
-  if (!json.is_object()) throw Error("training: expected a JSON object");
+  if (!json.is_object()) throw Error("training: must be a JSON object, not " + json.dump());
   std::string data = o.data.string();
   read(json, "data", data);
   o.data = data;

@@ -11,11 +11,14 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "stx/engine/allocator.h"
 #include "stx/engine/checkpoint.h"
@@ -195,6 +198,7 @@ void load_data(Run& run, const EventSink& sink, const std::atomic<bool>& cancel)
   if (run.data.skipped.size() > 20) {
     log(run, sink, std::to_string(run.data.skipped.size() - 20) + " more files skipped", LogLine::Level::warning);
   }
+  for (const std::string& warning : run.data.warnings) log(run, sink, warning, LogLine::Level::warning);
 }
 
 // The last step of a run scores the whole validation split when it is at most this big, so that the figure
@@ -211,6 +215,44 @@ double validate_now(Run& run, const std::atomic<bool>& cancel, int64_t max_windo
   // A pass cut short by a cancel scored only some windows: not a validation, and never a "best".
   if (cancel.load()) return std::nan("");
   return r.bits_per_byte;
+}
+
+uint64_t folder_bytes(const fs::path& folder) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::recursive_directory_iterator(folder, ec)) {
+    if (entry.is_regular_file(ec)) total += entry.file_size(ec);
+  }
+  return total;
+}
+
+std::string megabytes(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MB"; }
+
+// When a save fails and the disk of the run folder has less room than a checkpoint takes: how much a save
+// needs, how much is free, and which checkpoints the user could delete (not the latest, not the best).
+// Empty when there is room, or nothing to compare with.
+std::string space_advice(const fs::path& out) {
+  const RunFolder folder(out);
+  const std::optional<fs::path> latest = folder.latest();
+  std::error_code ec;
+  const fs::space_info space = fs::space(out, ec);
+  if (!latest || ec) return "";
+  const uint64_t needed = folder_bytes(*latest);
+  if (space.available >= needed) return "";
+  const std::optional<fs::path> best = folder.best();
+  std::vector<std::string> deletable;
+  for (const auto& entry : fs::directory_iterator(out / "checkpoints", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) != 0 || entry.path() == *latest || (best && entry.path() == *best)) continue;
+    deletable.push_back(name);
+  }
+  std::sort(deletable.begin(), deletable.end());
+  std::string advice = "; a checkpoint takes about " + megabytes(needed) + " and " + megabytes(space.available) +
+                       " are free there";
+  if (deletable.empty()) return advice + ": free space on that disk";
+  advice += ": older checkpoints that can be deleted: ";
+  for (size_t i = 0; i < deletable.size(); ++i) advice += (i > 0 ? ", " : "") + (out / "checkpoints" / deletable[i]).string();
+  return advice;
 }
 
 // Saves a checkpoint (rank 0). When the save fails (disk full, a read-only folder, EIO), nothing saved before
@@ -232,7 +274,7 @@ std::optional<fs::path> save(Run& run, const EventSink& sink, double elapsed_bef
       emit(run, sink, CheckpointSaved{state.step, saved});
       return saved;
     } catch (const Error& e) {
-      log(run, sink, what + " was not saved: " + e.what(), LogLine::Level::error);
+      log(run, sink, what + " was not saved: " + e.what() + space_advice(run.options.out), LogLine::Level::error);
     }
     if (cancel.load()) return std::nullopt;
     if (attempt == 0) {
@@ -391,7 +433,18 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
   if (cancelled) {
     // The final checkpoint of a cancelled run, unless the last step was just saved.
     if (!last_saved || last_saved->filename() != RunFolder(o.out).folder_for(run.state.step).filename()) {
-      if (auto saved = save(run, sink, total_seconds, cancel)) last_saved = saved;
+      if (auto saved = save(run, sink, total_seconds, cancel)) {
+        last_saved = saved;
+      } else if (run.reporting) {
+        // Stopped, but not "stopped after saving": say what was lost and what is still there.
+        const std::optional<fs::path> latest = RunFolder(o.out).latest();
+        return JobEnded{JobEnded::Outcome::failed,
+                        "stopped at step " + std::to_string(run.state.step) +
+                            ", which could not be saved (see the errors above); " +
+                            (latest ? "the last saved checkpoint is " + latest->string()
+                                    : std::string("no checkpoint of this run was saved")),
+                        latest.value_or(fs::path())};
+      }
     }
     return JobEnded{JobEnded::Outcome::cancelled, "stopped at step " + std::to_string(run.state.step),
                     last_saved.value_or(fs::path())};

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "stx/engine/error.h"
 
@@ -57,8 +58,16 @@ void check_training_memory(const models::ModelConfig& config, int64_t micro_batc
   const uint64_t needed = training_step_bytes(config, micro_batch);
   if (needed <= available) return;
   const uint64_t per_sequence = training_step_bytes(config, 1);
-  std::string fix = "lower the batch, or raise the gradient accumulation (sequences per pass = batch / accumulation)";
-  if (!config.recompute) fix += ", or train a config with \"recompute\": true";
+  // Only what can help: at one sequence per pass, neither the batch nor the accumulation can.
+  std::vector<std::string> fixes;
+  if (micro_batch > 1) {
+    fixes.push_back("lower the batch, or raise the gradient accumulation (sequences per pass = batch / accumulation)");
+  }
+  if (!config.recompute) fixes.push_back("train a config with \"recompute\": true");
+  if (config.kind != models::DataKind::image) fixes.push_back("train on a shorter context (--context)");
+  fixes.push_back("choose a smaller model (fewer layers or a narrower d_model)");
+  std::string fix;
+  for (size_t i = 0; i < fixes.size(); ++i) fix += (i == 0 ? "" : i + 1 == fixes.size() ? ", or " : ", ") + fixes[i];
   throw Error("training " + config.name + " needs about " + gigabytes(needed) + " of memory (" +
               std::to_string(micro_batch) + " sequences of " + std::to_string(config.context) +
               " bytes per pass, about " + gigabytes(per_sequence) + " for one), but this machine has " +

@@ -39,6 +39,20 @@ Precision parse_precision(const std::string& name) {
   throw ConfigError("unknown precision '" + name + "' (expected fp32, bf16 or fp16)");
 }
 
+int64_t ModelConfig::parameter_count() const {
+  const int64_t d = d_model;
+  int64_t total = 257 * d;  // token embedding: 256 bytes and the start token
+  for (const int64_t size : position_axes()) total += size * d;
+  const int64_t block = 2 * (2 * d)              // two layer norms
+                        + (d * 3 * d + 3 * d)    // qkv
+                        + (d * d + d)            // attention_out
+                        + (d * d_ff + d_ff)      // ff_in
+                        + (d_ff * d + d);        // ff_out
+  total += layers * block;
+  total += 2 * d + (d * 256 + 256);  // final norm, output
+  return total;
+}
+
 std::vector<int64_t> ModelConfig::position_axes() const {
   if (kind == DataKind::image) return {image_height, image_width, image_channels};
   return {(context + stride - 1) / stride, stride};

@@ -224,4 +224,26 @@ TEST(RunFolderCleanup, StaleStagingFoldersOfDeadProcessesAreRemovedAtTheNextComm
   EXPECT_TRUE(std::filesystem::exists(checkpoints / "step-00000004" / "model.safetensors"));
 }
 
+// On a full disk a killed save's staging folder holds the room the next save needs: it is cleared before
+// the next save writes anything, even when that save then fails too.
+TEST(RunFolderCleanup, LeftoversAreClearedBeforeASaveThatFails) {
+  stx::test::TempFolder tmp;
+  stx::engine::RunFolder run(tmp / "run");
+  run.commit(1, false, 3, [](const std::filesystem::path& staging) {
+    stx::engine::write_file_atomic(staging / "model.safetensors", "weights");
+  });
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  waitpid(dead, nullptr, 0);
+  const std::filesystem::path leftover =
+      tmp / "run" / "checkpoints" / (".step-00000002.tmp-" + std::to_string(dead) + "-0badf00d");
+  std::filesystem::create_directories(leftover);
+  EXPECT_THROW(run.commit(3, false, 3,
+                          [](const std::filesystem::path&) { throw stx::engine::Error("No space left on device"); }),
+               stx::engine::Error);
+  EXPECT_FALSE(std::filesystem::exists(leftover));
+  EXPECT_TRUE(std::filesystem::exists(tmp / "run" / "checkpoints" / "step-00000001" / "model.safetensors"));
+}
+
 }  // namespace

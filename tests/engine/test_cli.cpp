@@ -97,6 +97,52 @@ TEST(Cli, TrainInfoEvalOnATinyRun) {
   r = stx(tmp, "train --resume " + run + " --quiet");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(stx::engine::load_checkpoint(stx::engine::resolve_checkpoint(tmp / "run")).state->step, 10);
+
+  // A recipe field of the wrong type: one line naming the file and the field, before any of the card.
+  const fs::path checkpoint = stx::engine::resolve_checkpoint(tmp / "run");
+  auto edited = nlohmann::json::parse(slurp(checkpoint / "config.json"));
+  edited["training"]["data"] = 42;
+  std::ofstream(checkpoint / "config.json") << edited.dump(2);
+  // A config asking for an absurd model, every field within its limit (hundreds of billions of
+  // parameters): every command that reads it refuses at once, naming the file, before allocating anything
+  // of that size (info allocates no weights at all).
+  const fs::path huge = tmp / "huge";
+  fs::copy(checkpoint, huge, fs::copy_options::recursive);
+  auto absurd = nlohmann::json::parse(slurp(huge / "config.json"));
+  absurd.erase("training");
+  absurd["d_model"] = 8192;
+  absurd["heads"] = 32;
+  absurd["layers"] = 512;
+  absurd["d_ff"] = 65536;
+  absurd["context"] = 4194304;
+  std::ofstream(huge / "config.json") << absurd.dump(2);
+  const stx::models::ModelConfig absurd_config = stx::models::model_config_from_json(absurd);
+  for (const std::string& command : std::vector<std::string>{"info --model " + huge.string(),
+                                                             "eval --data " + data.string() + " --model " + huge.string(),
+                                    "sample text --prompt hi --max-bytes 4 --out " + (tmp / "h.txt").string() +
+                                        " --model " + huge.string(),
+                                    "train --data " + data.string() + " --out " + (tmp / "h-run").string() +
+                                        " --init-from " + huge.string()}) {
+    r = stx(tmp, command);
+    EXPECT_EQ(r.status, 1) << command << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find((huge / "config.json").string() + ": describes a model of " +
+                         std::to_string(absurd_config.parameter_count()) + " parameters"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("nothing was loaded"), std::string::npos) << r.err;
+  }
+
+  for (const std::string& command :
+       std::vector<std::string>{"info --model ", "info --json --model ", "eval --data " + data.string() + " --model "}) {
+    r = stx(tmp, command + run);
+    EXPECT_EQ(r.status, 1) << command;
+    EXPECT_EQ(r.out, "") << command;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find((checkpoint / "config.json").string() + ": training.data: must be a string, not 42"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 // A fine-tune starts from the recipe the model was trained with, not from the option defaults (batch 8,
@@ -329,6 +375,8 @@ TEST(Cli, OptionValuesCli11WouldLetThroughAreRefused) {
       {train + " --keep 0", "--keep: must be a whole number from 1 to 1000, got '0'"},
       {train + " --seed 9007199254740992", "--seed: must be a whole number from 0 to 9007199254740991"},
       {"sample audio --model audio --seconds 0.00004 --out x.wav", "less than one sample"},
+      {"sample audio --model audio --seconds inf --out x.wav", "--seconds must be a number of seconds above 0"},
+      {"sample audio --model audio --seconds nan --out x.wav", "--seconds must be a number of seconds above 0"},
       {"bogus --help", "unknown command 'bogus'"},
   };
   for (const auto& [arguments, expected] : cases) {

@@ -303,7 +303,12 @@ TEST_F(FaultInjectionTrain, RunFolderTurnedReadOnlyPausesTrainingUntilItIsWritab
     EXPECT_TRUE(has_note("training paused")) << "no pause was announced";
     read_only.undo();  // writable again, for the checks and the resume
     if (stop_while_paused) {
-      EXPECT_EQ(end.outcome, JobEnded::Outcome::cancelled) << end.message;
+      // Stopped without saving the last steps: not the "stopped after saving" of a cancel (exit 130).
+      EXPECT_EQ(end.outcome, JobEnded::Outcome::failed) << end.message;
+      EXPECT_NE(end.message.find("stopped at step 3, which could not be saved"), std::string::npos) << end.message;
+      EXPECT_NE(end.message.find("the last saved checkpoint is " + RunFolder(run).folder_for(2).string()),
+                std::string::npos)
+          << end.message;
       EXPECT_EQ(end.checkpoint.filename(), RunFolder(run).folder_for(2).filename());
       expect_intact_and_resumable(run, 2);
     } else {

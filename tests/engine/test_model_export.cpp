@@ -1,9 +1,17 @@
 // export_model: a training run's checkpoint turned into a model folder to share or bundle.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <atomic>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <string>
 
 #include "engine_test_support.h"
 #include "stx/engine/checkpoint.h"
@@ -56,6 +64,42 @@ TEST(ExportModel, WritesHalfWeightsAndTheTrainingRecordWithoutOptimiserState) {
   for (const auto& item : source.model->named_parameters()) {
     EXPECT_TRUE(at::equal(loaded[item.key()], item.value().to(at::kHalf).to(at::kFloat))) << item.key();
   }
+}
+
+// A write that fails half-way (here a file-size limit, as a full disk would): the error names the folder
+// asked for, never the hidden staging folder, and nothing is left behind.
+TEST(ExportModel, AFailedWriteNamesTheDestination) {
+  stx::test::TempFolder tmp;
+  save_trained(tmp / "run-checkpoint", 3);
+  const fs::path out = tmp / "shared" / "model";
+  const fs::path message_file = tmp / "message.txt";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // the limit and its signal in a child of their own, on one thread (no pool after fork)
+    at::set_num_threads(1);
+    signal(SIGXFSZ, SIG_IGN);
+    const rlimit small{4096, 4096};
+    setrlimit(RLIMIT_FSIZE, &small);
+    std::string message = "exported";
+    try {
+      export_model(tmp / "run-checkpoint", out, /*fp16_weights=*/false, /*replace=*/false);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    const rlimit any{RLIM_INFINITY, RLIM_INFINITY};
+    setrlimit(RLIMIT_FSIZE, &any);
+    std::ofstream(message_file) << message;
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::ifstream in(message_file);
+  const std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(message.find("cannot export to " + out.string() + " (nothing was written there): "), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find(".tmp-"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(out));
+  for (const auto& entry : fs::directory_iterator(tmp / "shared")) ADD_FAILURE() << "left behind: " << entry.path();
 }
 
 TEST(ExportModel, AnExistingFolderIsKeptUnlessReplacingAModel) {

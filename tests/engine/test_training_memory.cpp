@@ -62,6 +62,21 @@ TEST(TrainingMemory, AStepThatCannotFitIsRefusedWithItsSizeAndTheFix) {
   EXPECT_EQ(stx::test::error_of([] { check_training_memory(stx::test::tiny_text_config(), 1); }), "");
 }
 
+// At one sequence per pass the batch cannot help: the advice names only what can.
+TEST(TrainingMemory, AtOneSequenceAPassTheAdviceLeavesOutTheBatch) {
+  stx::models::ModelConfig huge = audio_shape();
+  huge.context = 1 << 22;
+  huge.stride = 2048;
+  huge.d_model = 4096;
+  huge.d_ff = 4 * 4096;
+  const std::string message = stx::test::error_of([&] { check_training_memory(huge, 1); });
+  ASSERT_NE(message.find("needs about"), std::string::npos) << message;
+  EXPECT_EQ(message.find("lower the batch"), std::string::npos) << message;
+  EXPECT_NE(message.find("\"recompute\": true"), std::string::npos) << message;
+  EXPECT_NE(message.find("shorter context"), std::string::npos) << message;
+  EXPECT_NE(message.find("smaller model"), std::string::npos) << message;
+}
+
 TEST(TrainingMemory, TheTrainerRefusesBeforeWritingAnything) {
   stx::test::TempFolder tmp;
   TrainOptions o = stx::test::tiny_train_options(stx::test::make_text_corpus(tmp / "data"), tmp / "run");

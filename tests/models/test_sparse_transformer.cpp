@@ -56,6 +56,17 @@ TEST(SparseTransformer, PresetsAreBetweenOneAndTenMillionParameters) {
   }
 }
 
+// A loader sizes a model from its config before building it: the count must be the built model's.
+TEST(SparseTransformer, TheConfigCountsTheParametersTheModelHas) {
+  for (const std::string name : {"image-small", "text-small", "audio-small", "audio-long"}) {
+    stx::models::ModelConfig c = stx::models::preset(name);
+    EXPECT_EQ(c.parameter_count(), stx::models::SparseTransformer(c)->parameter_count()) << name;
+    c.d_ff = 3 * c.d_model + 8;
+    c.layers = 3;
+    EXPECT_EQ(c.parameter_count(), stx::models::SparseTransformer(c)->parameter_count()) << name << ", changed";
+  }
+}
+
 TEST(SparseTransformer, ImagePositionsAreRowColumnChannel) {
   ModelConfig c = tiny(stx::kernels::Pattern::strided, 4 * 5 * 3, 15);
   c.kind = stx::models::DataKind::image;

@@ -62,6 +62,15 @@ struct CheckpointInfo {
 };
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& folder);
 
+// The ModelBundle::weights_hash of a checkpoint folder, read in chunks (no model is built, nothing of the
+// weights' size is held in memory). Throws Error naming model.safetensors when it cannot be read.
+std::string weights_hash_of(const std::filesystem::path& folder);
+
+// Throws Error naming config.json when the model it describes could not be this folder's (its weights file
+// holds fewer bytes than the parameters need as halves) or would not fit in the memory available. Counted
+// from the config alone: load_checkpoint calls it before it builds anything.
+void check_model_fits(const std::filesystem::path& folder, const models::ModelConfig& config);
+
 // Loads config.json and model.safetensors (fp32 or fp16 weights), and train_state.json when present.
 ModelBundle load_checkpoint(const std::filesystem::path& folder);
 

@@ -67,6 +67,9 @@ struct ModelConfig {
   // The factorised position embedding (eq 15): the extent of each axis. Images: {H, W, C};
   // text and audio: {ceil(context / l), l}, the (i div l, i mod l) of the stride.
   std::vector<int64_t> position_axes() const;
+  // The parameters SparseTransformer(config) has, counted from the config alone (nothing is allocated):
+  // what a loader checks against the memory there is and the weights file before it builds the model.
+  int64_t parameter_count() const;
   // The coordinate of position i along each axis of position_axes().
   std::vector<int64_t> position_coordinates(int64_t i) const;
   // The attention pattern of every head of residual block `layer`.
