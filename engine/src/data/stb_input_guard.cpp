@@ -139,6 +139,29 @@ std::string png_chunk_with_bad_crc(const uint8_t* data, size_t size) {
   return "";
 }
 
+// stb_image grows its buffer for a PNG's image data to the length an IDAT chunk claims before it reads the
+// chunk, up to 1 GB: a 128-byte file claiming a long chunk made it ask for gigabytes. A chunk before IEND
+// that claims more bytes than the file has left means a truncated (or damaged) file; it is refused here,
+// naming the chunk. Returns "" when every chunk up to IEND (or the end of the file) fits.
+std::string png_chunk_past_the_end(const uint8_t* data, size_t size) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (size < sizeof kSignature || std::memcmp(data, kSignature, sizeof kSignature) != 0) return "";
+  size_t position = sizeof kSignature;
+  while (size - position >= 8) {
+    const uint32_t length = big_endian_u32(data + position);
+    const std::string type(reinterpret_cast<const char*>(data + position + 4), 4);
+    if (type == "IEND") return "";
+    if (length > size - position - 8) {
+      return "a truncated PNG: its " + type + " chunk claims " + std::to_string(length) + " bytes, the file has " +
+             std::to_string(size - position - 8) + " left";
+    }
+    position += 8 + size_t{length};
+    if (size - position < 4) return "";  // the CRC cut off: stb reports that itself, having allocated nothing
+    position += 4;
+  }
+  return "";
+}
+
 uint32_t little_endian_u32(const uint8_t* bytes) {
   return uint32_t{bytes[0]} | (uint32_t{bytes[1]} << 8) | (uint32_t{bytes[2]} << 16) | (uint32_t{bytes[3]} << 24);
 }
@@ -183,6 +206,8 @@ const char* stb_input_problem(const uint8_t* data, size_t size) {
               std::to_string(size);
     return message.c_str();
   }
+  message = png_chunk_past_the_end(data, size);
+  if (!message.empty()) return message.c_str();
   const std::string bad_chunk = png_chunk_with_bad_crc(data, size);
   if (!bad_chunk.empty()) {
     message = "a damaged PNG: the checksum (CRC) of its " + bad_chunk + " chunk does not match its data";

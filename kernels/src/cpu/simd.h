@@ -152,6 +152,17 @@ inline vint shuffle_mask(bool high) {
   for (int k = 0; k < W; ++k) m[k] = (k & S) == 0 ? k + (high ? S : 0) : W + k - (high ? 0 : S);
   return m;
 }
+// Lane k of the result is lane m[k] of the pair (a, b) taken as one 2W-lane vector. GCC has a two-source
+// shuffle with a mask vector; clang (the fuzzing build) only one with constant indices, so it gets lanes.
+inline vfloat shuffle_pair(vfloat a, vfloat b, vint m) {
+#if defined(__clang__)
+  vfloat r;
+  for (int k = 0; k < W; ++k) r[k] = m[k] < W ? a[m[k]] : b[m[k] - W];
+  return r;
+#else
+  return __builtin_shuffle(a, b, m);
+#endif
+}
 template <int S>
 inline void transpose_round(vfloat* x) {
   const vint lo = shuffle_mask<S>(false), hi = shuffle_mask<S>(true);
@@ -159,8 +170,8 @@ inline void transpose_round(vfloat* x) {
   for (int i = 0; i < W; ++i)
     if ((i & S) == 0) {
       const vfloat a = x[i], b = x[i + S];
-      x[i] = __builtin_shuffle(a, b, lo);
-      x[i + S] = __builtin_shuffle(a, b, hi);
+      x[i] = shuffle_pair(a, b, lo);
+      x[i + S] = shuffle_pair(a, b, hi);
     }
 }
 inline void transpose_tile(vfloat* x) {

@@ -139,7 +139,7 @@ TEST_F(ImageIo, TruncatedPngFailsNamingTheFile) {
   std::vector<uint8_t> bytes = test::read_whole_file(folder / "cut.png");
   bytes.resize(bytes.size() / 2);
   test::write_file(folder / "cut.png", bytes);
-  expect_error([&] { load_image_bytes(folder / "cut.png", {8, 8, 3}); }, {"cut.png", "cannot decode"});
+  expect_error([&] { load_image_bytes(folder / "cut.png", {8, 8, 3}); }, {"cut.png", "truncated PNG"});
 }
 
 TEST_F(ImageIo, HugeHeaderIsRefusedBeforeDecoding) {
@@ -252,6 +252,32 @@ TEST_F(ImageIo, TruncatedBmpIsRefused) {
   test::write_file(folder / "cut.bmp", bytes);
   expect_error([&] { load_image_bytes(folder / "cut.bmp", {28, 28, 3}); },
                {"cut.bmp", "truncated BMP", std::to_string(whole) + " bytes"});
+}
+
+// Regression (fuzz_image): stb_image sized its image-data buffer by the length an IDAT chunk claims, before
+// reading it, so a 128-byte file could make it allocate a gigabyte. A chunk longer than the rest of the file
+// is refused first, naming the chunk; trailing bytes after IEND are still harmless.
+TEST_F(ImageIo, PngChunkLongerThanTheFileIsRefused) {
+  write_image(folder / "a.png", Format::Png, 6, 5, 3, uniform(6, 5, {1, 2, 3}));
+  const std::vector<uint8_t> png = test::read_whole_file(folder / "a.png");
+  size_t idat = 8;
+  while (std::memcmp(png.data() + idat + 4, "IDAT", 4) != 0) {
+    idat += 12 + (size_t{png[idat]} << 24 | size_t{png[idat + 1]} << 16 | size_t{png[idat + 2]} << 8 | png[idat + 3]);
+  }
+  std::vector<uint8_t> claims = png;
+  claims[idat] = 0x3f;  // about a gigabyte
+  test::write_file(folder / "claims.png", claims);
+  expect_error([&] { load_image_bytes(folder / "claims.png", {5, 6, 3}); },
+               {"claims.png", "truncated PNG", "IDAT chunk claims"});
+
+  std::vector<uint8_t> cut(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(idat + 8 + 3));
+  test::write_file(folder / "cut.png", cut);
+  expect_error([&] { load_image_bytes(folder / "cut.png", {5, 6, 3}); }, {"cut.png", "truncated PNG"});
+
+  std::vector<uint8_t> trailing = png;
+  trailing.insert(trailing.end(), {0, 0, 0x10, 0, 'J', 'U', 'N', 'K'});
+  test::write_file(folder / "trailing.png", trailing);
+  expect_all_pixels(load_image_bytes(folder / "trailing.png", {5, 6, 3}), {1, 2, 3}, 0);
 }
 
 // stb_image never checks a PNG chunk's CRC: a damaged byte in the pixel data must fail, naming the chunk.
