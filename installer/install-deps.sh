@@ -32,6 +32,8 @@ PACKAGES=(
   libqt6opengl6-dev    # Qt6Charts' CMake package needs Qt6OpenGL and Qt6OpenGLWidgets, which Debian's
                        # qt6-charts-dev does not depend on: without it CMake cannot find Qt Charts
   portaudio19-dev      # stx-studio: audio playback
+  help2man             # the manual pages, written from the programs' own --help (packaging/make-man-pages.sh)
+  dpkg-dev             # dpkg-shlibdeps: the .deb's dependencies, computed by `cpack -G DEB`
 )
 
 is_installed() {

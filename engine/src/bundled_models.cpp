@@ -32,10 +32,12 @@ std::vector<fs::path> bundled_model_roots() {
   if (const char* chosen = std::getenv("STX_BUNDLED_MODELS")) {
     if (*chosen) candidates.emplace_back(chosen);  // set but empty: no bundled models (hermetic tests)
   } else {
-    if (const std::string source_tree = STX_BUNDLED_MODELS_DIR; !source_tree.empty()) candidates.emplace_back(source_tree);
+    // Beside the program first: an installed copy uses its own models even where a source tree is still
+    // at the path it was built from. A program in the build tree has no share/ beside it.
     if (const fs::path exe = executable_folder(); !exe.empty()) {
       candidates.push_back(exe / ".." / "share" / "stx-studio" / "models");
     }
+    if (const std::string source_tree = STX_BUNDLED_MODELS_DIR; !source_tree.empty()) candidates.emplace_back(source_tree);
   }
   std::vector<fs::path> roots;
   for (const fs::path& candidate : candidates) {

@@ -11,6 +11,8 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QIcon>
+#include <QImage>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMimeData>
@@ -111,6 +113,20 @@ class WindowTest : public QObject {
     for (const char* kind : {"image", "audio", "text"}) {
       fixture::make_tiny_model(models_.filePath(QStringLiteral("tiny-") + kind), kind);
     }
+  }
+
+  // The application icon (packaging/icons) is in the program at every size a desktop draws it, and the
+  // window (so its title bar, task bar entry and About box) uses it.
+  void theWindowCarriesTheApplicationIcon() {
+    const QIcon icon = stx::studio::applicationIcon();
+    QCOMPARE(icon.availableSizes().size(), 8);
+    for (int size : {16, 32, 48, 256}) {
+      const QImage image = icon.pixmap(QSize(size, size)).toImage();
+      QCOMPARE(image.size(), QSize(size, size));
+      QVERIFY2(image.pixelColor(size / 2, size / 2).alpha() > 0, "the icon's middle is drawn");
+    }
+    MainWindow window;
+    QCOMPARE(window.windowIcon().availableSizes(), icon.availableSizes());
   }
 
   // What the README's run command gives a new user with no internet: the three bundled models in the

@@ -42,8 +42,17 @@ constexpr int kMaxRecentFiles = 10;
 
 }  // namespace
 
+QIcon applicationIcon() {
+  QIcon icon;
+  for (int size : {16, 24, 32, 48, 64, 128, 256, 512}) {
+    icon.addFile(QStringLiteral(":/icons/%1x%1/apps/stx-studio.png").arg(size), QSize(size, size));
+  }
+  return icon;
+}
+
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("STX Studio"));
+  setWindowIcon(applicationIcon());  // the About box shows it too
   setAcceptDrops(true);
   tabs_ = new SteadyTabWidget;
   tabs_->setDocumentMode(true);
@@ -177,8 +186,9 @@ void MainWindow::buildLogDock() {
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About STX Studio"), this, [this] {
     QMessageBox::about(this, tr("About STX Studio"),
-                       tr("<b>STX Studio</b><br>Sparse Transformers (Child et al. 2019) on your own machine: "
-                          "image completion, 12 kHz audio, text, and the attention behind every byte."));
+                       tr("<b>STX Studio %1</b><br>Sparse Transformers (Child et al. 2019) on your own machine: "
+                          "image completion, 12 kHz audio, text, and the attention behind every byte.")
+                           .arg(QApplication::applicationVersion()));
   });
 }
 

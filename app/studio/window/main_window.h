@@ -4,6 +4,7 @@
 // expects to find again (geometry, the tab in front, recent files, each tab's last settings).
 #pragma once
 
+#include <QIcon>
 #include <QMainWindow>
 #include <QPointer>
 #include <QStringList>
@@ -22,6 +23,9 @@ namespace stx::studio {
 class ErrorBanner;
 class StudioTab;
 class TrainWizard;
+
+// The application icon (packaging/icons), at every size it is drawn in, from the program's resources.
+QIcon applicationIcon();
 
 class MainWindow : public QMainWindow {
   Q_OBJECT

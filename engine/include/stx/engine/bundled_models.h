@@ -13,8 +13,9 @@
 
 namespace stx::engine {
 
-// The bundled-model folders that exist, source tree first, each listed once (canonical paths). The
-// environment variable STX_BUNDLED_MODELS, when set, replaces both with its one folder (empty: none).
+// The bundled-model folders that exist, the one beside the program first, each listed once (canonical
+// paths). The environment variable STX_BUNDLED_MODELS, when set, replaces both with its one folder
+// (empty: none).
 std::vector<std::filesystem::path> bundled_model_roots();
 
 // The names of the bundled models (sub-folders holding config.json), sorted, each once.
