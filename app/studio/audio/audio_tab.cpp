@@ -387,7 +387,7 @@ void AudioTab::generate() {
     request.probe_layer = attentionHead_->layer();
     request.probe_head = std::max(attentionHead_->head(), 0);  // live: one head; "all heads" shows the first
   }
-  request.event_interval_seconds = 1.0 / 30;
+  request.event_interval_seconds = EngineHost::previewIntervalSeconds();
   request.device = context()->device().toStdString();
 
   runPrompt_ = prompt_->prompt();

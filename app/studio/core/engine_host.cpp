@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "stx/engine/threads.h"
+
 namespace stx::studio {
 
 namespace {
@@ -79,6 +81,16 @@ void EngineHost::queue(Call&& call) {
 
 void EngineHost::setThreadLimit(int threads) { g_thread_limit = std::max(0, threads); }
 int EngineHost::threadLimit() { return g_thread_limit; }
+
+// Drawing a preview costs the GUI thread a few milliseconds (the waveform with its attention bars, the text
+// view, the image). When the job's threads use every core, that time is taken from one of them, and a
+// decoder step on two threads waits whenever either has lost its core: on 2 cores, with 30 previews a second
+// the studio generated at 0.63x (audio) and 0.68x (text) of stx sample's rate, the GUI thread taking 10-17%
+// of a core; with 10 a second, at 0.86x and 1.00x (stx-studio-bench, docs/benchmarks.md).
+double EngineHost::previewIntervalSeconds() {
+  const int threads = g_thread_limit > 0 ? g_thread_limit : stx::engine::job_threads();
+  return stx::engine::usable_cores() > threads ? 1.0 / 30 : 1.0 / 10;
+}
 
 void EngineHost::openModel(const QString& path) {
   queue([w = worker_, path] { w->openModel(path); });

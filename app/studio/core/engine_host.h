@@ -45,6 +45,9 @@ class EngineHost : public QObject {
   // The threads that jobs queued from now on run on, in every host (0: every core). GUI thread only.
   static void setThreadLimit(int threads);
   static int threadLimit();
+  // How often a generating job sends the tabs what it made (SampleRequest::event_interval_seconds): 30
+  // times a second while the job's threads leave a core free for the GUI, else 10 times.
+  static double previewIntervalSeconds();
 
  signals:
   void busyChanged(bool busy);

@@ -215,7 +215,7 @@ stx::engine::SampleRequest ImageTab::baseRequest() const {
     request.probe_layer = controls_->layer();
     request.probe_head = std::max(0, controls_->head());  // live: one head; "all heads" shows the first
   }
-  request.event_interval_seconds = 1.0 / 30;
+  request.event_interval_seconds = EngineHost::previewIntervalSeconds();
   request.device = context()->device().toStdString();
   return request;
 }

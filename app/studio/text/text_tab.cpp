@@ -181,7 +181,7 @@ void TextTab::generate() {
     // The engine probes one head while sampling; "all heads" is averaged only when inspecting afterwards.
     request.probe_head = std::max(side_->head(), 0);
   }
-  request.event_interval_seconds = 1.0 / 30;
+  request.event_interval_seconds = EngineHost::previewIntervalSeconds();
   request.device = context()->device().toStdString();
 
   inspector_->cancel();
