@@ -1,5 +1,5 @@
 // stx-bench quality: a model's bits/byte on its held-out data beside the classical lossless compressors on the
-// same bytes (issue 6), written as a markdown table and JSON.
+// same bytes, written as a markdown table and JSON.
 #pragma once
 
 namespace CLI {

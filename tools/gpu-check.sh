@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one prepared run on a GPU machine (issue 29): builds the project against the machine's CUDA LibTorch,
+# The one prepared run on a GPU machine: builds the project against the machine's CUDA LibTorch,
 # runs the CUDA tests, a memcheck of a few of them, the attention benchmark against LibTorch's dense
 # attention, a short CUDA training run checked against the CPU, CUDA sampling of text and audio, and, with
 # the time left, trains the audio recipe on a carried corpus subset.

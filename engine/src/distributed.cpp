@@ -1,4 +1,4 @@
-#include "stx/engine/distributed.h"
+#include "distributed.h"
 
 #include <ATen/ATen.h>
 #include <torch/cuda.h>

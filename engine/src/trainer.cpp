@@ -25,7 +25,7 @@
 #include "stx/engine/crops.h"
 #include "stx/engine/dataset.h"
 #include "stx/engine/device.h"
-#include "stx/engine/distributed.h"
+#include "distributed.h"
 #include "stx/engine/error.h"
 #include "stx/engine/evaluate.h"
 #include "stx/engine/model_data.h"

@@ -1,4 +1,4 @@
-// The models that ship in models/bundled/ (issue 6), found by name.
+// The models that ship in models/bundled/, found by name.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>

@@ -117,47 +117,33 @@ bool png_first_idat_is_empty(const uint8_t* data, size_t size) {
   return false;
 }
 
-// stb_image ignores the CRC that ends every PNG chunk, so a flipped bit in the pixels decodes as a wrong
-// image. Returns the type of the first whole critical chunk (IHDR, PLTE, IDAT, IEND: an upper-case first
-// letter) whose CRC does not match, or "" when all match. Like libpng, a damaged ancillary chunk (text,
-// gamma) is let through: stb ignores its contents anyway.
-std::string png_chunk_with_bad_crc(const uint8_t* data, size_t size) {
-  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (size < sizeof kSignature || std::memcmp(data, kSignature, sizeof kSignature) != 0) return "";
-  size_t position = sizeof kSignature;
-  while (size - position >= 12) {
-    const uint32_t length = big_endian_u32(data + position);
-    if (length > size - position - 12) return "";  // a truncated chunk: stb reports that itself
-    const uint8_t* type = data + position + 4;
-    const bool critical = type[0] >= 'A' && type[0] <= 'Z';
-    if (critical && crc32_z(crc32_z(0L, Z_NULL, 0), type, 4 + size_t{length}) != big_endian_u32(type + 4 + length)) {
-      return std::string(reinterpret_cast<const char*>(type), 4);
-    }
-    if (std::memcmp(type, "IEND", 4) == 0) return "";
-    position += 12 + size_t{length};
-  }
-  return "";
-}
-
-// stb_image grows its buffer for a PNG's image data to the length an IDAT chunk claims before it reads the
-// chunk, up to 1 GB: a 128-byte file claiming a long chunk made it ask for gigabytes. A chunk before IEND
-// that claims more bytes than the file has left means a truncated (or damaged) file; it is refused here,
-// naming the chunk. Returns "" when every chunk up to IEND (or the end of the file) fits.
-std::string png_chunk_past_the_end(const uint8_t* data, size_t size) {
+// One walk over a PNG's chunks, in stb's order, up to IEND. Returns what is wrong, or "" when nothing is:
+// - a chunk that claims more bytes than the file has left: stb_image grows its buffer for the image data to
+//   the length an IDAT chunk claims before reading it, up to 1 GB, so a 128-byte file could make it ask for
+//   gigabytes. The file is truncated (or damaged) and is refused here, naming the chunk;
+// - a whole critical chunk (IHDR, PLTE, IDAT, IEND: an upper-case first letter) whose CRC does not match:
+//   stb_image ignores the CRC, so a flipped bit in the pixels would decode as a wrong image. Like libpng, a
+//   damaged ancillary chunk (text, gamma) is let through: stb ignores its contents anyway.
+std::string png_chunk_problem(const uint8_t* data, size_t size) {
   static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (size < sizeof kSignature || std::memcmp(data, kSignature, sizeof kSignature) != 0) return "";
   size_t position = sizeof kSignature;
   while (size - position >= 8) {
     const uint32_t length = big_endian_u32(data + position);
-    const std::string type(reinterpret_cast<const char*>(data + position + 4), 4);
-    if (type == "IEND") return "";
+    const uint8_t* type = data + position + 4;
+    const std::string name(reinterpret_cast<const char*>(type), 4);
     if (length > size - position - 8) {
-      return "a truncated PNG: its " + type + " chunk claims " + std::to_string(length) + " bytes, the file has " +
+      if (name == "IEND") return "";
+      return "a truncated PNG: its " + name + " chunk claims " + std::to_string(length) + " bytes, the file has " +
              std::to_string(size - position - 8) + " left";
     }
-    position += 8 + size_t{length};
-    if (size - position < 4) return "";  // the CRC cut off: stb reports that itself, having allocated nothing
-    position += 4;
+    if (size - position - 8 - length < 4) return "";  // the CRC cut off: stb reports that, having allocated nothing
+    const bool critical = type[0] >= 'A' && type[0] <= 'Z';
+    if (critical && crc32_z(crc32_z(0L, Z_NULL, 0), type, 4 + size_t{length}) != big_endian_u32(type + 4 + length)) {
+      return "a damaged PNG: the checksum (CRC) of its " + name + " chunk does not match its data";
+    }
+    if (name == "IEND") return "";
+    position += 12 + size_t{length};
   }
   return "";
 }
@@ -206,13 +192,8 @@ const char* stb_input_problem(const uint8_t* data, size_t size) {
               std::to_string(size);
     return message.c_str();
   }
-  message = png_chunk_past_the_end(data, size);
+  message = png_chunk_problem(data, size);
   if (!message.empty()) return message.c_str();
-  const std::string bad_chunk = png_chunk_with_bad_crc(data, size);
-  if (!bad_chunk.empty()) {
-    message = "a damaged PNG: the checksum (CRC) of its " + bad_chunk + " chunk does not match its data";
-    return message.c_str();
-  }
   if (!jpeg_huffman_tables_fit(data, size))
     return "a damaged JPEG (a Huffman table declares more than 256 codes)";
   if (png_first_idat_is_empty(data, size))

@@ -1,5 +1,5 @@
 // Where this process sits in a data-parallel run: plain values, no torch (trainer.h needs them, and the
-// studio includes trainer.h). distributed.h connects the processes.
+// studio includes trainer.h). distributed.h (private to the engine) connects the processes.
 #pragma once
 
 #include <string>

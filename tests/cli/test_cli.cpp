@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine_test_support.h"
+#include "../engine/engine_test_support.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/atomic_file.h"
 #include "stx/models/model_config.h"
