@@ -216,12 +216,12 @@ void AudioTab::connectWorker() {
   connect(worker, &EngineWorker::logLine, this, [this](int level, const QString& text) {
     context()->log(static_cast<StudioContext::Level>(level), text);
   });
-  connect(worker, &EngineWorker::failed, this, [this](const QString& job, const QString& message) {
-    if (job == QLatin1String("open model")) summary_.reset();
+  connect(worker, &EngineWorker::failed, this, [this](EngineJob job, const QString& message) {
+    if (job == EngineJob::openModel) summary_.reset();
     context()->showError(message);
   });
-  connect(worker, &EngineWorker::jobFinished, this, [this](const QString& job, bool ok) {
-    if (job == QLatin1String("generate")) {
+  connect(worker, &EngineWorker::jobFinished, this, [this](EngineJob job, bool ok) {
+    if (job == EngineJob::generate) {
       generating_ = false;
       playback_->setGenerating(false);
       if (!ok) progress_->finish(tr("Generation failed"));

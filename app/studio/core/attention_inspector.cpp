@@ -7,10 +7,6 @@
 
 namespace stx::studio {
 
-namespace {
-const QString kInspectJob = QStringLiteral("inspect");
-}
-
 bool AttentionInspector::Request::sameQuestion(const Request& other) const {
   return sample == other.sample && layer == other.layer && head == other.head && position == other.position &&
          bytes == other.bytes;
@@ -60,8 +56,8 @@ void AttentionInspector::partArrived(const stx::engine::AttentionProbe& probe) {
   if (outstanding_ > 0) parts_.push_back(probe);
 }
 
-void AttentionInspector::jobEnded(const QString& job, bool ok) {
-  if (job != kInspectJob || outstanding_ == 0) return;
+void AttentionInspector::jobEnded(EngineJob job, bool ok) {
+  if (job != EngineJob::inspect || outstanding_ == 0) return;
   failed_ = failed_ || !ok;
   if (--outstanding_ > 0) return;
   if (!discard_ && !failed_ && running_ && !parts_.empty()) {

@@ -39,7 +39,7 @@ class AttentionInspector : public QObject {
   };
   void start(const Request& request);
   void partArrived(const stx::engine::AttentionProbe& probe);
-  void jobEnded(const QString& job, bool ok);
+  void jobEnded(EngineJob job, bool ok);
 
   EngineHost* host_;
   std::optional<Request> running_, waiting_;

@@ -17,6 +17,7 @@ int g_thread_limit = 0;
 void register_types_once() {
   static const bool registered = [] {
     qRegisterMetaType<Bytes>();
+    qRegisterMetaType<EngineJob>();
     qRegisterMetaType<DatasetScan>();
     qRegisterMetaType<stx::engine::ModelSummary>();
     qRegisterMetaType<stx::engine::SampleRequest>();
@@ -43,11 +44,11 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
   worker_ = new EngineWorker;
   worker_->moveToThread(&thread_);
   connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
-  connect(worker_, &EngineWorker::jobStarted, this, [this](const QString& job) { job_ = job; });
-  connect(worker_, &EngineWorker::jobFinished, this, [this](const QString& job, bool) {
-    if (job == QLatin1String("generate") || job == QLatin1String("regenerate")) --generations_;
+  connect(worker_, &EngineWorker::jobStarted, this, [this](EngineJob job) { job_ = job; });
+  connect(worker_, &EngineWorker::jobFinished, this, [this](EngineJob job, bool) {
+    if (job == EngineJob::generate || job == EngineJob::regenerate) --generations_;
     if (--pending_ == 0) {
-      job_.clear();
+      job_.reset();
       emit busyChanged(false);
     }
   });

@@ -27,7 +27,7 @@ class EngineHost : public QObject {
   EngineWorker* worker() const { return worker_; }
   // True from the moment a job is queued until it has finished.
   bool busy() const { return pending_ > 0; }
-  QString currentJob() const { return job_; }
+  std::optional<EngineJob> currentJob() const { return job_; }
   // A generation (or regeneration) is queued or running: work a user would lose by quitting.
   bool generating() const { return generations_ > 0; }
 
@@ -60,7 +60,7 @@ class EngineHost : public QObject {
   EngineWorker* worker_ = nullptr;
   int pending_ = 0;      // jobs queued and not finished, as seen on the GUI thread
   int generations_ = 0;  // of which generate / regenerate
-  QString job_;
+  std::optional<EngineJob> job_;
 };
 
 }  // namespace stx::studio

@@ -19,6 +19,23 @@ namespace stx::studio {
 
 using Bytes = std::vector<uint8_t>;
 
+// The jobs the engine worker runs. Its signals name a job with this, never with text.
+enum class EngineJob { openModel, generate, regenerate, inspect, train, estimate, scan };
+
+// A job in the words of a message: "open model", "generate", ...
+inline QString jobName(EngineJob job) {
+  switch (job) {
+    case EngineJob::openModel: return QStringLiteral("open model");
+    case EngineJob::generate: return QStringLiteral("generate");
+    case EngineJob::regenerate: return QStringLiteral("regenerate");
+    case EngineJob::inspect: return QStringLiteral("inspect");
+    case EngineJob::train: return QStringLiteral("train");
+    case EngineJob::estimate: return QStringLiteral("estimate");
+    case EngineJob::scan: return QStringLiteral("scan");
+  }
+  return QStringLiteral("job");
+}
+
 // What a folder scan found, for the training wizard's Data page.
 struct DatasetScan {
   QString folder;
@@ -35,6 +52,7 @@ struct DatasetScan {
 }  // namespace stx::studio
 
 Q_DECLARE_METATYPE(stx::studio::Bytes)
+Q_DECLARE_METATYPE(stx::studio::EngineJob)
 Q_DECLARE_METATYPE(stx::studio::DatasetScan)
 Q_DECLARE_METATYPE(stx::engine::ModelSummary)
 Q_DECLARE_METATYPE(stx::engine::SampleRequest)

@@ -24,7 +24,7 @@ QString path_text(const std::filesystem::path& path) { return QString::fromStdSt
 EngineWorker::EngineWorker(QObject* parent) : QObject(parent) {}
 
 template <typename Job>
-void EngineWorker::run(const QString& name, Job&& job) {
+void EngineWorker::run(EngineJob name, Job&& job) {
   emit jobStarted(name);
   bool ok = false;
   try {
@@ -65,7 +65,7 @@ void EngineWorker::forward(const stx::engine::Event& event) {
 }
 
 void EngineWorker::openModel(const QString& path) {
-  run(QStringLiteral("open model"), [&] {
+  run(EngineJob::openModel, [&] {
     model_.reset();
     model_ = stx::engine::LoadedModel::open(path.toStdString());
     emit logLine(0, tr("opened %1").arg(path_text(model_->summary().folder)));
@@ -79,7 +79,7 @@ void EngineWorker::checkDevice(const stx::engine::SampleRequest& request) {
 }
 
 void EngineWorker::generate(const stx::engine::SampleRequest& request) {
-  run(QStringLiteral("generate"), [&] {
+  run(EngineJob::generate, [&] {
     if (!model_) throw std::runtime_error(tr("no model is open: pick one first").toStdString());
     checkDevice(request);
     const stx::engine::SampleResult result =
@@ -89,7 +89,7 @@ void EngineWorker::generate(const stx::engine::SampleRequest& request) {
 }
 
 void EngineWorker::regenerate(const Bytes& previous, qint64 keep, const stx::engine::SampleRequest& request) {
-  run(QStringLiteral("regenerate"), [&] {
+  run(EngineJob::regenerate, [&] {
     if (!model_) throw std::runtime_error(tr("no model is open: pick one first").toStdString());
     checkDevice(request);
     const stx::engine::SampleResult result = model_->regenerate(
@@ -99,14 +99,14 @@ void EngineWorker::regenerate(const Bytes& previous, qint64 keep, const stx::eng
 }
 
 void EngineWorker::inspect(const Bytes& bytes, int layer, int head, qint64 position) {
-  run(QStringLiteral("inspect"), [&] {
+  run(EngineJob::inspect, [&] {
     if (!model_) throw std::runtime_error(tr("no model is open: pick one first").toStdString());
     emit inspected(model_->inspect(bytes, layer, head, position));
   });
 }
 
 void EngineWorker::train(const stx::engine::TrainOptions& options) {
-  run(QStringLiteral("train"), [&] {
+  run(EngineJob::train, [&] {
     const stx::engine::JobEnded end =
         stx::engine::train(options, [this](const stx::engine::Event& e) { forward(e); }, cancel_);
     emit trainEnded(end);
@@ -114,12 +114,12 @@ void EngineWorker::train(const stx::engine::TrainOptions& options) {
 }
 
 void EngineWorker::estimate(const stx::engine::TrainOptions& options, int steps) {
-  run(QStringLiteral("estimate"), [&] { emit estimated(stx::engine::estimate_training(options, steps, &cancel_)); });
+  run(EngineJob::estimate, [&] { emit estimated(stx::engine::estimate_training(options, steps, &cancel_)); });
 }
 
 void EngineWorker::scanFolder(const QString& folder, const QString& kind, int imageHeight, int imageWidth,
                               int imageChannels) {
-  run(QStringLiteral("scan"), [&] {
+  run(EngineJob::scan, [&] {
     namespace engine = stx::engine;
     DatasetScan scan;
     scan.folder = folder;

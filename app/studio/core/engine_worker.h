@@ -40,10 +40,10 @@ class EngineWorker : public QObject {
   void scanFolder(const QString& folder, const QString& kind, int imageHeight, int imageWidth, int imageChannels);
 
  signals:
-  void jobStarted(const QString& job);
-  void jobFinished(const QString& job, bool ok);
+  void jobStarted(stx::studio::EngineJob job);
+  void jobFinished(stx::studio::EngineJob job, bool ok);
   // A job failed: the plain-words reason, naming the file where there is one.
-  void failed(const QString& job, const QString& message);
+  void failed(stx::studio::EngineJob job, const QString& message);
   void logLine(int level, const QString& text);  // level: 0 info, 1 warning, 2 error
 
   // Where the model runs is each request's (SampleRequest::device), so opening says nothing about it.
@@ -72,7 +72,7 @@ class EngineWorker : public QObject {
   // Runs `job`, turning exceptions into failed(); brackets it with
   // jobStarted / jobFinished.
   template <typename Job>
-  void run(const QString& name, Job&& job);
+  void run(EngineJob name, Job&& job);
 
   std::atomic<bool> cancel_{false};
   std::optional<stx::engine::LoadedModel> model_;  // only touched on the worker's thread

@@ -33,9 +33,6 @@ namespace stx::studio {
 
 namespace {
 
-const QString kOpenModelJob = QStringLiteral("open model");
-const QString kGenerateJob = QStringLiteral("generate");
-const QString kRegenerateJob = QStringLiteral("regenerate");
 const QStringList kImageSuffixes = {"png", "jpg", "jpeg", "bmp", "gif", "pgm", "ppm", "tga"};
 constexpr int kMaxSamples = 16;
 
@@ -181,12 +178,12 @@ void ImageTab::modelOpened(const stx::engine::ModelSummary& summary) {
   updateActions();
 }
 
-void ImageTab::jobFailed(const QString& job, const QString& message) {
-  if (job == kOpenModelJob) {
+void ImageTab::jobFailed(EngineJob job, const QString& message) {
+  if (job == EngineJob::openModel) {
     modelOpening_ = false;
     picker_->showSummary(tr("Could not open this model."));
     context()->showError(message);
-  } else if (job == kGenerateJob || job == kRegenerateJob) {
+  } else if (job == EngineJob::generate || job == EngineJob::regenerate) {
     progress_->finish(tr("Failed"));
     context()->showError(message);
   } else {
@@ -196,8 +193,8 @@ void ImageTab::jobFailed(const QString& job, const QString& message) {
   updateActions();
 }
 
-void ImageTab::jobEnded(const QString& job, bool ok) {
-  if ((job != kGenerateJob && job != kRegenerateJob) || job_ == Job::none) return;
+void ImageTab::jobEnded(EngineJob job, bool ok) {
+  if ((job != EngineJob::generate && job != EngineJob::regenerate) || job_ == Job::none) return;
   if (!ok && regenerateTarget_ >= 0) canvas_->setNote(regenerateTarget_, tr("failed"));
   job_ = Job::none;
   regenerateTarget_ = -1;

@@ -80,8 +80,8 @@ class ImageTab : public StudioTab {
   void connectEngine();
   void openChosenModel(const QString& path);
   void modelOpened(const stx::engine::ModelSummary& summary);
-  void jobFailed(const QString& job, const QString& message);
-  void jobEnded(const QString& job, bool ok);
+  void jobFailed(EngineJob job, const QString& message);
+  void jobEnded(EngineJob job, bool ok);
   void sampleStarted(const stx::engine::SampleStarted& started);
   void sampleBytes(const stx::engine::SampleBytes& bytes);
   void sampleProgress(const stx::engine::SampleProgress& progress);

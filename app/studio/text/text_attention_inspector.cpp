@@ -8,8 +8,8 @@ namespace stx::studio {
 
 TextAttentionInspector::TextAttentionInspector(EngineHost* host, QObject* parent) : QObject(parent), host_(host) {
   connect(host_->worker(), &EngineWorker::inspected, this, &TextAttentionInspector::onProbe);
-  connect(host_->worker(), &EngineWorker::failed, this, [this](const QString& job, const QString&) {
-    if (job == QStringLiteral("inspect")) onFailed(job);
+  connect(host_->worker(), &EngineWorker::failed, this, [this](EngineJob job, const QString&) {
+    if (job == EngineJob::inspect) onFailed(job);
   });
 }
 
@@ -43,7 +43,7 @@ void TextAttentionInspector::startNext() {
   }
 }
 
-void TextAttentionInspector::onFailed(const QString&) {
+void TextAttentionInspector::onFailed(EngineJob) {
   if (answersDue_ > 0) --answersDue_;
   if (staleDue_ > 0) {
     --staleDue_;

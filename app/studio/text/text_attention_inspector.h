@@ -44,7 +44,7 @@ class TextAttentionInspector : public QObject {
  private:
   void startNext();
   void onProbe(const stx::engine::AttentionProbe& probe);
-  void onFailed(const QString& job);
+  void onFailed(EngineJob job);
 
   EngineHost* host_;
   std::optional<Request> wanted_;   // asked for, not started yet

@@ -146,7 +146,7 @@ void TextTab::connectEngine() {
   connect(worker, &EngineWorker::sampleFinished, this, &TextTab::onFinished);
   connect(inspector_, &TextAttentionInspector::inspected, this, &TextTab::onInspected);
   connect(worker, &EngineWorker::failed, this, &TextTab::onFailed);
-  connect(worker, &EngineWorker::jobFinished, this, [this](const QString& job, bool) { onJobFinished(job); });
+  connect(worker, &EngineWorker::jobFinished, this, [this](EngineJob job, bool) { onJobFinished(job); });
   connect(host_, &EngineHost::busyChanged, this, [this] {
     updateControls();
     emit actionsChanged();
@@ -256,23 +256,23 @@ void TextTab::onFinished(const stx::engine::SampleResult& result) {
   emit actionsChanged();
 }
 
-void TextTab::onFailed(const QString& job, const QString& message) {
-  if (job == QStringLiteral("open model")) {
+void TextTab::onFailed(EngineJob job, const QString& message) {
+  if (job == EngineJob::openModel) {
     const QString name = QFileInfo(openingPath_).fileName();
     picker_->showSummary(tr("Could not open %1").arg(name));
     summary_.reset();
     context()->showError(message.contains(name) ? message : tr("%1: %2").arg(name, message));
     updateControls();
-  } else if (job == QStringLiteral("generate")) {
+  } else if (job == EngineJob::generate) {
     progress_->finish(tr("Failed"));
     context()->showError(tr("Text generation: %1").arg(message));
-  } else if (job == QStringLiteral("inspect")) {
+  } else if (job == EngineJob::inspect) {
     context()->showError(tr("Inspecting attention: %1").arg(message));
   }
 }
 
-void TextTab::onJobFinished(const QString& job) {
-  if (job != QStringLiteral("generate") || !generating_) return;
+void TextTab::onJobFinished(EngineJob job) {
+  if (job != EngineJob::generate || !generating_) return;
   // Failed before a result came: the tab is usable again.
   generating_ = false;
   updateControls();

@@ -99,8 +99,8 @@ class TextTab : public StudioTab {
   void onProbe(const stx::engine::AttentionProbe& probe);
   void onFinished(const stx::engine::SampleResult& result);
   void onInspected(int sample, int layer, int head, const TextView::Attention& attention);
-  void onFailed(const QString& job, const QString& message);
-  void onJobFinished(const QString& job);
+  void onFailed(EngineJob job, const QString& message);
+  void onJobFinished(EngineJob job);
   void requestInspect(qint64 position);
   void updateContextNote();
   void updateControls();

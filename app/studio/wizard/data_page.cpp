@@ -114,7 +114,7 @@ DataPage::DataPage(QWidget* parent) : QWizardPage(parent), host_(new EngineHost(
     progress_->setFormat(tr("Reading files: %v of %m"));
   });
   connect(host_->worker(), &EngineWorker::scanFinished, this, &DataPage::onScanFinished);
-  connect(host_->worker(), &EngineWorker::failed, this, [this](const QString&, const QString& message) {
+  connect(host_->worker(), &EngineWorker::failed, this, [this](EngineJob, const QString& message) {
     // The scan reports its own errors in the DatasetScan; this is for a job that failed outright.
     if (scanQueued_) return;
     scan_ = DatasetScan{};

@@ -88,7 +88,7 @@ RunPage::RunPage(QWidget* parent)
       wizard->context()->log(static_cast<StudioContext::Level>(level), text);
     }
   });
-  connect(worker, &EngineWorker::failed, this, [this](const QString&, const QString& message) {
+  connect(worker, &EngineWorker::failed, this, [this](EngineJob, const QString& message) {
     onEnded(stx::engine::JobEnded{stx::engine::JobEnded::Outcome::failed, message.toStdString(), {}});
   });
   connect(trainHost_, &EngineHost::busyChanged, this, [this](bool busy) {
@@ -103,11 +103,11 @@ RunPage::RunPage(QWidget* parent)
   connect(previewHost_->worker(), &EngineWorker::modelOpened, this, &RunPage::onPreviewOpened);
   connect(previewHost_->worker(), &EngineWorker::sampleFinished, this, &RunPage::onSample);
   connect(previewHost_->worker(), &EngineWorker::failed, this,
-          [this](const QString& job, const QString& message) {
+          [this](EngineJob job, const QString& message) {
             // A preview is a courtesy: its failure (a checkpoint already rotated away, say) must not stop the run.
             if (auto* wizard = qobject_cast<TrainWizard*>(this->wizard()); wizard && wizard->context()) {
               wizard->context()->log(StudioContext::Level::warning,
-                                     tr("sample preview (%1): %2").arg(job, message));
+                                     tr("sample preview (%1): %2").arg(jobName(job), message));
             }
           });
   setState(State::idle);

@@ -195,7 +195,7 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
     }
     if (e.cancelled) estimateError_ = tr("The estimate was cancelled.");
   });
-  connect(host_->worker(), &EngineWorker::failed, this, [this](const QString&, const QString& message) {
+  connect(host_->worker(), &EngineWorker::failed, this, [this](EngineJob, const QString& message) {
     estimate_.reset();
     estimateError_ = tr("These settings cannot train: %1").arg(message);
   });
