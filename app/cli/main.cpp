@@ -3,22 +3,18 @@
 // Exit status: 0 success, 1 a failed run (a bad file, a kernel error, a FAILed check), 2 a bad command
 // line, 130 a training run stopped by Ctrl-C after saving, or sampling stopped (what it made is written).
 
-#include <c10/util/Exception.h>
-
 #include <CLI/CLI.hpp>
-#include <exception>
 #include <iostream>
 
 #include "check_command.h"
+#include "cli_errors.h"
 #include "layout_command.h"
 #include "model_commands.h"
 #include "pattern_options.h"
 #include "sample_command.h"
 #include "stx/engine/error.h"
 #include "stx/engine/threads.h"
-#include "stx/kernels/error.h"
 #include "stx/kernels/openmp_spin_policy.h"
-#include "stx/models/model_config.h"
 #include "train_command.h"
 
 namespace {
@@ -115,36 +111,24 @@ int main(int argc, char** argv) {
     stx::engine::set_thread_limit(threads);
     stx::engine::use_job_threads();
   }
+  // Whatever a command throws comes out of the engine's edge as an engine::Error with one plain line; the
+  // flags of the settings it names are added here.
   try {
-    if (train->parsed()) return stx::cli::run_train_command(train_options, argc, argv);
-    if (eval->parsed()) return stx::cli::run_eval_command(eval_options);
-    if (info->parsed()) return stx::cli::run_info_command(info_options);
-    if (export_model->parsed()) return stx::cli::run_export_command(export_options);
-    if (layout->parsed()) return stx::cli::run_layout_command(layout_options);
-    if (check->parsed()) return stx::cli::run_check_command(check_options);
-    if (sample->parsed()) return stx::cli::run_sample_command(sample_options);
+    return stx::engine::with_plain_errors([&] {
+      if (train->parsed()) return stx::cli::run_train_command(train_options, argc, argv);
+      if (eval->parsed()) return stx::cli::run_eval_command(eval_options);
+      if (info->parsed()) return stx::cli::run_info_command(info_options);
+      if (export_model->parsed()) return stx::cli::run_export_command(export_options);
+      if (layout->parsed()) return stx::cli::run_layout_command(layout_options);
+      if (check->parsed()) return stx::cli::run_check_command(check_options);
+      if (sample->parsed()) return stx::cli::run_sample_command(sample_options);
+      return kExitFailed;  // unreachable: require_subcommand(1) guarantees one of them parsed
+    });
   } catch (const stx::cli::UsageError& e) {
-    std::cerr << name << ": " << e.what() << "\n";
+    std::cerr << name << ": " << stx::cli::with_flags(e) << "\n";
     return kExitUsage;
   } catch (const stx::engine::Error& e) {
-    std::cerr << name << ": " << e.what() << "\n";
-    return kExitFailed;
-  } catch (const stx::models::ConfigError& e) {
-    std::cerr << name << ": " << e.what() << "\n";
-    return kExitFailed;
-  } catch (const stx::kernels::Error& e) {
-    std::cerr << name << ": " << e.what() << "\n";
-    return kExitFailed;
-  } catch (const std::bad_alloc&) {
-    std::cerr << name << ": out of memory; try a smaller size\n";
-    return kExitFailed;
-  } catch (const c10::Error& e) {
-    const std::string text = e.what_without_backtrace();
-    std::cerr << name << ": " << text.substr(0, text.find('\n')) << "\n";
-    return kExitFailed;
-  } catch (const std::exception& e) {
-    std::cerr << name << ": " << e.what() << "\n";
+    std::cerr << name << ": " << stx::cli::with_flags(e) << "\n";
     return kExitFailed;
   }
-  return kExitFailed;  // unreachable: require_subcommand(1) guarantees one of them parsed
 }

@@ -1,5 +1,5 @@
 // The attention-pattern options that `stx layout` and `stx check` share (--pattern, --stride, --c, --mode,
-// --layer, --heads, --block), and the usage error every subcommand throws for a bad value.
+// --layer, --heads, --block).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_errors.h"
 #include "stx/kernels/pattern.h"
 
 namespace CLI {
@@ -15,13 +16,6 @@ class Option;
 }  // namespace CLI
 
 namespace stx::cli {
-
-// A bad option value. main() prints its message on one line and exits with status 2, like CLI11's own
-// parse errors, so a script can tell a usage mistake (2) from a failed run (1).
-class UsageError : public std::runtime_error {
- public:
-  explicit UsageError(const std::string& what) : std::runtime_error(what) {}
-};
 
 // Throws UsageError("<name> must be between <lo> and <hi>, got <value>") when value is out of [lo, hi].
 void require_between(const std::string& name, int64_t value, int64_t lo, int64_t hi);

@@ -99,7 +99,7 @@ int run_sample_command(SampleCommandOptions& o) {
     // Before the model is loaded: --device cuda on a machine without one is a usage error (exit 2).
     device = engine::resolve_generation_device(o.device);
   } catch (const engine::Error& e) {
-    throw UsageError(e.what());
+    throw UsageError(e);
   }
   const engine::Overwrite overwrite = o.force ? engine::Overwrite::Replace : engine::Overwrite::Refuse;
   engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
@@ -247,7 +247,8 @@ int run_sample_command(SampleCommandOptions& o) {
       std::string kept = written.front();
       if (written.size() > 1) kept += " and " + std::to_string(written.size() - 1) + " more";
       throw engine::Error(std::string(e.what()) + " (" + kept + " written before it " +
-                          (written.size() > 1 ? "are" : "is") + " kept)");
+                          (written.size() > 1 ? "are" : "is") + " kept)",
+                          e.settings());
     }
     written.push_back(path.string());
     if (!o.quiet) std::fprintf(stderr, "wrote %s\n", path.string().c_str());

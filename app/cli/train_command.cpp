@@ -173,7 +173,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
     // --device cuda on a machine without one is a usage error (exit 2), said before anything starts.
     engine::resolve_device_name(o.device);
   } catch (const engine::Error& e) {
-    throw UsageError(e.what());
+    throw UsageError(e);
   }
   return o;
 }
@@ -282,7 +282,7 @@ int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
       }
       return kExitInterrupted;
     case engine::JobEnded::Outcome::failed:
-      std::cerr << "stx train: " << end.message << "\n";
+      std::cerr << "stx train: " << with_flags(end.message, end.settings) << "\n";
       return kExitFailed;
   }
   return kExitFailed;

@@ -21,18 +21,18 @@ std::string cuda_unavailable_reason() {
   return "";
 }
 
-std::string resolve_device_name(const std::string& asked, const std::string& option) {
+std::string resolve_device_name(const std::string& asked) {
   if (asked == "cpu") return "cpu";
   if (asked != "cuda" && asked != "auto") {
-    throw Error(option + " must be cpu, cuda or auto, got '" + asked + "'");
+    throw Error("the device must be cpu, cuda or auto, not '" + asked + "'", {"device"});
   }
   if (cuda_available()) return "cuda";
   if (asked == "auto") return "cpu";
-  throw Error(option + " cuda: " + cuda_unavailable_reason() + "; use " + option + " cpu");
+  throw Error("the device cuda cannot be used: " + cuda_unavailable_reason() + "; choose the cpu", {"device"});
 }
 
-std::string resolve_generation_device(const std::string& asked, const std::string& option) {
-  return asked == "auto" ? "cpu" : resolve_device_name(asked, option);
+std::string resolve_generation_device(const std::string& asked) {
+  return asked == "auto" ? "cpu" : resolve_device_name(asked);
 }
 
 std::string device_description(const std::string& resolved) {

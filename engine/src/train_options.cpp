@@ -2,6 +2,8 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "stx/engine/error.h"
 #include "stx/engine/trainer.h"
@@ -10,8 +12,9 @@ namespace stx::engine {
 
 namespace {
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw Error(message);
+// `settings`: the TrainOptions fields the message is about (Error::settings).
+void require(bool ok, const std::string& message, std::vector<std::string> settings = {}) {
+  if (!ok) throw Error(message, std::move(settings));
 }
 
 // A field of the recipe, when present, checked for its type first: "training.steps: must be a whole number".
@@ -41,27 +44,32 @@ void read(const nlohmann::json& json, const char* key, T& value) {
 
 void TrainOptions::validate() const {
   if (device != "auto" && device != "cpu" && device != "cuda") {
-    throw Error("--device must be cpu, cuda or auto, got '" + device + "'");
+    throw Error("the device must be cpu, cuda or auto, not '" + device + "'", {"device"});
   }
-  require(!(resume && init_from), "--resume and --init-from cannot be combined: a resumed run keeps its own weights");
-  require(!(resume && precision), "--precision cannot change when resuming: a resumed run keeps its checkpoint's");
+  require(!(resume && init_from),
+          "a run cannot both resume and start from another checkpoint: a resumed run keeps its own weights",
+          {"resume", "init_from"});
+  require(!(resume && precision),
+          "the precision cannot change when resuming: a resumed run keeps its checkpoint's", {"precision"});
   require(save_retry_seconds >= 0.001 && save_retry_seconds <= 86400, "save retry interval must be in [0.001, 86400] s");
-  require(steps >= 1 && steps <= 100'000'000, "--steps must be in [1, 100000000]");
-  require(batch >= 1 && batch <= 65536, "--batch must be in [1, 65536]");
-  require(window >= 0 && window <= (int64_t{1} << 22), "--window must be in [0, 4194304]");
+  require(steps >= 1 && steps <= 100'000'000, "the number of steps must be in [1, 100000000]", {"steps"});
+  require(batch >= 1 && batch <= 65536, "the batch size must be in [1, 65536]", {"batch"});
+  require(window >= 0 && window <= (int64_t{1} << 22), "the training window must be in [0, 4194304]", {"window"});
   require(accumulation >= 1 && batch % accumulation == 0,
-          "--accumulation must divide --batch (" + std::to_string(batch) + ")");
+          "the gradient accumulation must divide the batch size (" + std::to_string(batch) + ")",
+          {"accumulation", "batch"});
   require(distributed.world_size >= 1 && (batch / accumulation) % distributed.world_size == 0,
-          "--batch / --accumulation (" + std::to_string(batch / accumulation) + ") must be a multiple of the " +
-              std::to_string(distributed.world_size) + " processes");
-  require(learning_rate > 0 && learning_rate < 1, "--lr must be in (0, 1)");
+          "the sequences per pass, batch / accumulation (" + std::to_string(batch / accumulation) +
+              "), must be a multiple of the " + std::to_string(distributed.world_size) + " processes",
+          {"batch", "accumulation"});
+  require(learning_rate > 0 && learning_rate < 1, "the learning rate must be in (0, 1)", {"learning_rate"});
   require(min_learning_rate_ratio >= 0 && min_learning_rate_ratio <= 1, "min_learning_rate_ratio must be in [0, 1]");
   require(warmup_steps >= 0, "warmup_steps must be >= 0");
   require(weight_decay >= 0 && weight_decay < 1, "weight_decay must be in [0, 1)");
   require(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, "beta1 and beta2 must be in [0, 1)");
   require(eval_every >= 0 && eval_windows >= 0, "eval_every and eval_windows must be >= 0");
-  require(checkpoint_every >= 1, "--checkpoint-every must be >= 1");
-  require(keep_last >= 1, "--keep must be >= 1");
+  require(checkpoint_every >= 1, "checkpoints must be saved every 1 step or more", {"checkpoint_every"});
+  require(keep_last >= 1, "at least 1 checkpoint must be kept", {"keep_last"});
   require(validation_fraction > 0 && validation_fraction < 1, "validation_fraction must be in (0, 1)");
 }
 

@@ -63,9 +63,13 @@ class RateMeter {
   double seconds_ = 0, tokens_ = 0;
 };
 
+JobEnded failed_run(const std::string& message, const std::vector<std::string>& settings) {
+  return JobEnded{JobEnded::Outcome::failed, message, {}, settings};
+}
+
 // A message for an allocation failure: what LibTorch asked for, and what to change.
 std::string out_of_memory_message(const std::string& what) {
-  return "out of memory (" + what + "): try a smaller --batch, a shorter --context, or recompute: true";
+  return "out of memory (" + what + "): try a smaller batch, a shorter context, or a config with recompute: true";
 }
 
 struct Run {
@@ -110,7 +114,8 @@ void prepare(Run& run, const EventSink& sink) {
     std::error_code ec;
     if (!fs::exists(folder / "train_state.safetensors", ec)) {
       throw Error(folder.string() + ": an exported model without optimiser state cannot be resumed; "
-                  "fine-tune it with --init-from instead");
+                  "fine-tune it (start a new run from it) instead",
+                {"init_from"});
     }
     // The recipe travels with the checkpoint; the caller's steps and paths win when given.
     TrainOptions from_checkpoint = o;
@@ -134,25 +139,26 @@ void prepare(Run& run, const EventSink& sink) {
   }
   if (o.precision) run.config.precision = *o.precision;  // validate() below refuses it on resume
   o.validate();
-  if (o.data.empty()) throw Error("no training data given (--data)");
-  if (o.out.empty()) throw Error("no output folder given (--out)");
+  if (o.data.empty()) throw Error("no training data given", {"data"});
+  if (o.out.empty()) throw Error("no output folder given", {"out"});
   std::error_code exists_error;
   if (!o.resume && fs::exists(o.out / "config.json", exists_error)) {
-    throw Error(o.out.string() + " is a model folder; a run writes its own folder beside models: choose another --out");
+    throw Error(o.out.string() + " is a model folder; a run writes its own folder beside models: choose another output folder",
+                {"out"});
   }
   // Rank 0 writes the run; the others may not even see its folder (several machines).
   if (!o.resume && run.reporting) RunFolder(o.out).check_can_create();
   if (!o.resume && RunFolder(o.out).latest()) {
-    throw Error(o.out.string() + " already holds a training run; use --resume " + o.out.string() +
-                " to continue it, or choose another --out");
+    throw Error(o.out.string() + " already holds a training run; resume it to continue it, or choose another output folder",
+                {"resume", "out"});
   }
   if (o.window > run.config.context) {
-    throw Error("--window " + std::to_string(o.window) + " is longer than the model's context of " +
-                std::to_string(run.config.context) + " bytes");
+    throw Error("the training window of " + std::to_string(o.window) + " bytes is longer than the model's context of " +
+                std::to_string(run.config.context) + " bytes", {"window"});
   }
   if (o.window > 0 && o.window != run.config.context && run.config.kind == models::DataKind::image) {
-    throw Error("--window: an image model trains on whole images of " + std::to_string(run.config.context) +
-                " bytes");
+    throw Error("an image model trains on whole images of " + std::to_string(run.config.context) +
+                " bytes: it takes no other training window", {"window"});
   }
   run.window = o.window > 0 ? o.window : run.config.context;
   // Before anything large is allocated: a step that cannot fit is refused with its size, rather than ended
@@ -365,7 +371,7 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
   } restore{threads_before};
 
   load_data(run, sink, cancel);
-  if (cancel.load()) return JobEnded{JobEnded::Outcome::cancelled, "cancelled while reading the data", {}};
+  if (cancel.load()) return JobEnded{JobEnded::Outcome::cancelled, "cancelled while reading the data", {}, {}};
   const CropSampler crops(run.data.train, static_cast<size_t>(run.window), run.data.record_bytes,
                           run.state.seed);
   if (run.parallel) {
@@ -401,7 +407,7 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
     }
     if (!std::isfinite(loss_bits)) {
       throw Error("the loss became " + std::to_string(loss_bits) + " at step " + std::to_string(run.state.step) +
-                  ": try a lower --lr");
+                  ": try a lower learning rate", {"learning_rate"});
     }
     meter.add(seconds_since(step_start), static_cast<double>(o.batch * run.window));
     TrainProgress progress;
@@ -443,24 +449,24 @@ JobEnded run_training(Run& run, const EventSink& sink, const std::atomic<bool>& 
                             ", which could not be saved (see the errors above); " +
                             (latest ? "the last saved checkpoint is " + latest->string()
                                     : std::string("no checkpoint of this run was saved")),
-                        latest.value_or(fs::path())};
+                        latest.value_or(fs::path()), {}};
       }
     }
     return JobEnded{JobEnded::Outcome::cancelled, "stopped at step " + std::to_string(run.state.step),
-                    last_saved.value_or(fs::path())};
+                    last_saved.value_or(fs::path()), {}};
   }
   if (run.state.step == first_step) {  // resumed at its last step already: nothing to do, nothing to save
     return JobEnded{JobEnded::Outcome::completed, "already at step " + std::to_string(run.state.step),
-                    RunFolder(o.out).latest().value_or(fs::path())};
+                    RunFolder(o.out).latest().value_or(fs::path()), {}};
   }
   if (run.reporting && (!last_saved || last_saved->filename() != RunFolder(o.out).folder_for(run.state.step).filename())) {
     return JobEnded{JobEnded::Outcome::failed, "training finished but the final checkpoint could not be saved",
-                    last_saved.value_or(fs::path())};
+                    last_saved.value_or(fs::path()), {}};
   }
   return JobEnded{JobEnded::Outcome::completed,
                   "finished " + std::to_string(run.state.step) + " steps in " +
                       std::to_string(std::lround(seconds_since(start))) + " s",
-                  last_saved.value_or(fs::path())};
+                  last_saved.value_or(fs::path()), {}};
 }
 
 }  // namespace
@@ -480,19 +486,21 @@ JobEnded train(TrainOptions options, const EventSink& sink, const std::atomic<bo
               run.parallel->backend());
     }
     end = run_training(run, sink, cancel);
-  } catch (const Error& e) {
-    end = JobEnded{JobEnded::Outcome::failed, e.what(), {}};
-  } catch (const models::ConfigError& e) {
-    end = JobEnded{JobEnded::Outcome::failed, e.what(), {}};
   } catch (const std::bad_alloc&) {
-    end = JobEnded{JobEnded::Outcome::failed,
-                   "out of memory: try a smaller --batch, a shorter --context, or recompute: true", {}};
+    end = failed_run("out of memory: try a smaller batch, a shorter context, or a config with recompute: true",
+                     {"batch", "context"});
   } catch (const c10::Error& e) {
     const std::string text = e.what_without_backtrace();
     if (text.find("alloc") != std::string::npos) {
-      end = JobEnded{JobEnded::Outcome::failed, out_of_memory_message(text.substr(0, text.find('\n'))), {}};
+      end = failed_run(out_of_memory_message(text.substr(0, text.find('\n'))), {"batch", "context"});
     } else {
-      end = JobEnded{JobEnded::Outcome::failed, "LibTorch: " + text.substr(0, text.find('\n')), {}};
+      end = failed_run("LibTorch: " + text.substr(0, text.find('\n')), {});
+    }
+  } catch (...) {
+    try {
+      rethrow_as_error();
+    } catch (const Error& e) {
+      end = failed_run(e.what(), e.settings());
     }
   }
   if (sink) sink(end);

@@ -64,14 +64,15 @@ void check_training_memory(const models::ModelConfig& config, int64_t micro_batc
     fixes.push_back("lower the batch, or raise the gradient accumulation (sequences per pass = batch / accumulation)");
   }
   if (!config.recompute) fixes.push_back("train a config with \"recompute\": true");
-  if (config.kind != models::DataKind::image) fixes.push_back("train on a shorter context (--context)");
+  if (config.kind != models::DataKind::image) fixes.push_back("train on a shorter context");
   fixes.push_back("choose a smaller model (fewer layers or a narrower d_model)");
   std::string fix;
   for (size_t i = 0; i < fixes.size(); ++i) fix += (i == 0 ? "" : i + 1 == fixes.size() ? ", or " : ", ") + fixes[i];
   throw Error("training " + config.name + " needs about " + gigabytes(needed) + " of memory (" +
               std::to_string(micro_batch) + " sequences of " + std::to_string(config.context) +
               " bytes per pass, about " + gigabytes(per_sequence) + " for one), but this machine has " +
-              gigabytes(available) + " available: " + fix);
+              gigabytes(available) + " available: " + fix,
+              {"batch", "accumulation", "context"});
 }
 
 }  // namespace stx::engine

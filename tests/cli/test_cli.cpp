@@ -212,7 +212,8 @@ TEST(Cli, SampleTextStreamsWritesNumberedFilesAndReproducesItsSeed) {
   // An existing output is kept unless --force; the same seed gives the same bytes.
   r = stx(tmp, "sample text --model " + run + " --prompt hello --max-bytes 20 --n 2 --seed 42 --out " + out);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("s-1.txt already exists; pass --force"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("s-1.txt already exists and is kept"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(--force)"), std::string::npos) << r.err;  // the engine's setting, in the CLI's flag
   EXPECT_EQ(lines(r.err), 1u);
   r = stx(tmp, "sample text --model " + run + " --prompt hello --max-bytes 20 --n 2 --seed 42 --force --out " + out);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -258,6 +259,14 @@ TEST(Cli, BadInputGetsOneLineAndANonZeroExit) {
   r = stx(tmp, base + " --data " + (tmp / "empty").string() + " --steps -3");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
+
+  // The engine's check speaks of settings; the CLI names them by its flags.
+  r = stx(tmp, base + " --data " + (tmp / "empty").string() + " --batch 12 --accumulation 5");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("the gradient accumulation must divide the batch size (12) (--accumulation, --batch)"),
+            std::string::npos)
+      << r.err;
 
   r = stx(tmp, "train --preset nope --data x --out y");
   EXPECT_NE(r.status, 0);
@@ -338,7 +347,9 @@ TEST(Cli, LayoutDrawsTheConnectivityMatrixAsAPng) {
   const Result again = stx(tmp, "layout --pattern fixed --n 300 --stride 30 --c 5 --png " + png.string());
   EXPECT_EQ(again.status, 1);
   EXPECT_TRUE(again.out.empty()) << again.out;
-  EXPECT_NE(again.err.find("already exists; pass --force"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("already exists and is kept: allow replacing files to write over it (--force)"),
+            std::string::npos)
+      << again.err;
   EXPECT_EQ(slurp(png), bytes);
   ASSERT_EQ(stx(tmp, "layout --pattern strided --n 200 --stride 20 --force --png " + png.string()).status, 0);
   EXPECT_EQ(be32(16), 300u);  // `bytes` is the old file

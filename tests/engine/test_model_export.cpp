@@ -154,7 +154,8 @@ TEST(ExportModel, AnExportedModelIsFineTunedNotResumed) {
   std::atomic<bool> cancel{false};
   const JobEnded end = train(options, {}, cancel);
   EXPECT_EQ(end.outcome, JobEnded::Outcome::failed);
-  EXPECT_NE(end.message.find("--init-from"), std::string::npos) << end.message;
+  EXPECT_NE(end.message.find("fine-tune it"), std::string::npos) << end.message;
+  EXPECT_EQ(end.settings, std::vector<std::string>{"init_from"});
   EXPECT_FALSE(fs::exists(tmp / "run" / "latest.json"));
 }
 

@@ -117,8 +117,10 @@ TEST(Trainer, ShorterWindowsTrainTheFirstPositionsAndTheModelKeepsItsContext) {
   too_long.window = 65;  // the tiny model's context is 64
   const JobEnded refused = stx::engine::train(too_long, nullptr, std::atomic<bool>{false});
   EXPECT_EQ(refused.outcome, JobEnded::Outcome::failed);
-  EXPECT_NE(refused.message.find("--window 65 is longer than the model's context of 64"), std::string::npos)
+  EXPECT_NE(refused.message.find("the training window of 65 bytes is longer than the model's context of 64"),
+            std::string::npos)
       << refused.message;
+  EXPECT_EQ(refused.settings, std::vector<std::string>{"window"});  // the CLI adds --window, the studio its field
   EXPECT_FALSE(fs::exists(tmp / "run-long" / "latest.json"));
 }
 
@@ -241,7 +243,8 @@ TEST(Trainer, BadInputEndsTheJobWithAPlainMessage) {
   ASSERT_EQ(train(o, {}, cancel).outcome, JobEnded::Outcome::completed);
   end = train(o, {}, cancel);
   EXPECT_EQ(end.outcome, JobEnded::Outcome::failed);
-  EXPECT_NE(end.message.find("--resume"), std::string::npos) << end.message;
+  EXPECT_NE(end.message.find("already holds a training run; resume it"), std::string::npos) << end.message;
+  EXPECT_EQ(end.settings, (std::vector<std::string>{"resume", "out"}));
 }
 
 }  // namespace
@@ -262,7 +265,8 @@ TEST(TrainerDevice, CudaWithoutADeviceFailsCleanlyAndAutoUsesTheCpu) {
     EXPECT_EQ(end.outcome, stx::engine::JobEnded::Outcome::failed);
     // The reason, as the engine words it for this build: no CUDA in LibTorch, no kernels, or no device.
     EXPECT_NE(end.message.find(stx::engine::cuda_unavailable_reason()), std::string::npos) << end.message;
-    EXPECT_NE(end.message.find("--device cpu"), std::string::npos) << end.message;
+    EXPECT_NE(end.message.find("choose the cpu"), std::string::npos) << end.message;
+    EXPECT_EQ(end.settings, std::vector<std::string>{"device"});
     EXPECT_FALSE(std::filesystem::exists(tmp / "run" / "latest.json"));
   }
   o.device = "gpu";

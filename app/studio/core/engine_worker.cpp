@@ -6,6 +6,7 @@
 #include "core/device_choice.h"
 #include "stx/engine/audio_io.h"
 #include "stx/engine/dataset.h"
+#include "stx/engine/error.h"
 #include "stx/engine/threads.h"
 
 namespace stx::studio {
@@ -30,13 +31,11 @@ void EngineWorker::run(EngineJob name, Job&& job) {
   try {
     stx::engine::set_thread_limit(threads_);  // Edit > Preferences > Threads
     stx::engine::use_job_threads();  // on this thread: LibTorch and OpenMP count threads per thread
-    job();
+    stx::engine::with_plain_errors(job);  // LibTorch's errors, the JSON reader's...: one plain line
     ok = true;
-  } catch (const std::exception& e) {
+  } catch (const stx::engine::Error& e) {
     // The tab shows it (context()->showError), which also logs it: no logLine here, or it would log twice.
     emit failed(name, QString::fromStdString(e.what()));
-  } catch (...) {
-    emit failed(name, tr("an unexpected error stopped the job"));
   }
   emit jobFinished(name, ok);
 }

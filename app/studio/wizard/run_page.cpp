@@ -89,14 +89,14 @@ RunPage::RunPage(QWidget* parent)
     }
   });
   connect(worker, &EngineWorker::failed, this, [this](EngineJob, const QString& message) {
-    onEnded(stx::engine::JobEnded{stx::engine::JobEnded::Outcome::failed, message.toStdString(), {}});
+    onEnded(stx::engine::JobEnded{stx::engine::JobEnded::Outcome::failed, message.toStdString(), {}, {}});
   });
   connect(trainHost_, &EngineHost::busyChanged, this, [this](bool busy) {
     if (!busy && (state_ == State::running || state_ == State::pausing || state_ == State::cancelling)) {
       // The job ended without saying how (it should not happen): never leave the page looking busy.
       onEnded(stx::engine::JobEnded{stx::engine::JobEnded::Outcome::failed,
                                     tr("the training job ended unexpectedly").toStdString(),
-                                    {}});
+                                    {}, {}});
     }
     emit completeChanged();
   });

@@ -20,7 +20,7 @@ void check_export_target(const fs::path& path, Overwrite overwrite) {
   const fs::file_status target = fs::symlink_status(path, error);
   if (fs::is_directory(target)) throw Error(failure + "it is a folder");
   if (fs::exists(target) && overwrite == Overwrite::Refuse) {
-    throw Error(path.string() + " already exists; pass --force to replace it");
+    throw Error(path.string() + " already exists and is kept: allow replacing files to write over it", {"overwrite"});
   }
   const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   const fs::file_status folder_status = fs::status(folder, error);

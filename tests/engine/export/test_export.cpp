@@ -310,7 +310,7 @@ TEST(Export, AnExistingFileIsKeptUnlessReplaceIsAsked) {
       if (name == "old.png") write_png_export(path, pixels.data(), 4, 3, 3, sample_info(), overwrite);
       if (name == "old.txt") write_text(path, "new text", overwrite);
     };
-    expect_error([&] { export_to(Overwrite::Refuse); }, {path.string(), "already exists", "--force"});
+    expect_error([&] { export_to(Overwrite::Refuse); }, {path.string(), "already exists and is kept"});
     if (name == "old.wav") {  // the default is Refuse
       expect_error([&] { write_wav(path, bytes.data(), bytes.size(), 12000, sample_info()); },
                    {path.string()});
@@ -419,7 +419,7 @@ TEST(Export, CheckExportTargetFailsFastBeforeGeneration) {
   EXPECT_NO_THROW(check_export_target(folder / "new.wav", Overwrite::Refuse));
   test::write_file(folder / "there.wav", std::string("x"));
   expect_error([&] { check_export_target(folder / "there.wav", Overwrite::Refuse); },
-               {"there.wav", "--force"});
+               {"there.wav", "already exists and is kept"});
   EXPECT_NO_THROW(check_export_target(folder / "there.wav", Overwrite::Replace));
 }
 

@@ -88,6 +88,7 @@ struct JobEnded {
   enum class Outcome { completed, cancelled, failed } outcome = Outcome::completed;
   std::string message;
   std::filesystem::path checkpoint;  // the last checkpoint written, if any
+  std::vector<std::string> settings;  // of a failure: the settings its message is about (Error::settings)
 };
 
 using Event = std::variant<TrainProgress, ValidationDone, CheckpointSaved, LogLine, JobEnded, SampleStarted,

@@ -71,7 +71,7 @@ WavInfoText export_wav_info(const ExportInfo& info);
 std::string utc_timestamp_now();
 
 // Throws Error if `path` cannot be an export target: it exists and overwrite is Refuse (the message
-// tells the user to pass --force), it names a folder, or its folder does not exist. Called by every
+// says the file is kept; its setting is "overwrite"), it names a folder, or its folder does not exist. Called by every
 // writer below; a front end calls it before a long generation so that a clash shows up at once.
 void check_export_target(const std::filesystem::path& path, Overwrite overwrite);
 

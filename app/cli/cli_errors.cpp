@@ -1,0 +1,30 @@
+#include "cli_errors.h"
+
+#include <map>
+
+namespace stx::cli {
+
+std::string flag_of(const std::string& setting) {
+  // The engine's names (TrainOptions, SampleRequest) against the options of `stx train` and `stx sample`.
+  static const std::map<std::string, std::string> flags = {
+      {"accumulation", "--accumulation"}, {"batch", "--batch"},
+      {"checkpoint_every", "--checkpoint-every"}, {"context", "--context"},
+      {"data", "--data"},                 {"device", "--device"},
+      {"init_from", "--init-from"},       {"keep_last", "--keep"},
+      {"learning_rate", "--lr"},          {"out", "--out"},
+      {"overwrite", "--force"},           {"precision", "--precision"},
+      {"resume", "--resume"},             {"steps", "--steps"},
+      {"window", "--window"},
+  };
+  const auto found = flags.find(setting);
+  return found == flags.end() ? setting : found->second;
+}
+
+std::string with_flags(const std::string& message, const std::vector<std::string>& settings) {
+  if (settings.empty()) return message;
+  std::string flags;
+  for (const std::string& setting : settings) flags += (flags.empty() ? "" : ", ") + flag_of(setting);
+  return message + " (" + flags + ")";
+}
+
+}  // namespace stx::cli
