@@ -14,7 +14,8 @@ std::string flag_of(const std::string& setting) {
       {"learning_rate", "--lr"},          {"out", "--out"},
       {"overwrite", "--force"},           {"precision", "--precision"},
       {"resume", "--resume"},             {"steps", "--steps"},
-      {"window", "--window"},
+      {"window", "--window"},             {"temperature", "--temperature"},
+      {"top_k", "--top-k"},               {"top_p", "--top-p"},
   };
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "interrupt.h"
 #include "option_checks.h"
@@ -112,14 +113,8 @@ int run_sample_command(SampleCommandOptions& o) {
   request.seed = o.seed;
   request.half_precision_cache = o.kv_cache == "float16";
   request.device = device;
-  engine::ExportInfo info;
-  info.model_name = c.name;
-  info.model_hash = bundle.weights_hash;
-  info.temperature = o.temperature;
-  info.top_k = o.top_k;
-  info.top_p = o.top_p;
-  info.kv_cache = engine::kv_cache_name(request.half_precision_cache);
-  info.prompt = "unconditional";
+  std::string began = "unconditional";  // how the samples began, for the exports' metadata
+  std::optional<int> prompt_rows_kept;
 
   if (o.kind == "image") {
     require_kind(bundle, models::DataKind::image, "image");
@@ -133,8 +128,8 @@ int run_sample_command(SampleCommandOptions& o) {
           o.prompt, engine::ImageShape{static_cast<int>(c.image_height), static_cast<int>(c.image_width),
                                        static_cast<int>(c.image_channels)});
       request.prompt.assign(image.begin(), image.begin() + o.keep_rows * row_bytes);
-      info.prompt = "image " + file_name(o.prompt);
-      info.prompt_rows_kept = static_cast<int>(o.keep_rows);
+      began = "image " + file_name(o.prompt);
+      prompt_rows_kept = static_cast<int>(o.keep_rows);
     }
   } else if (o.kind == "audio") {
     require_kind(bundle, models::DataKind::audio, "audio");
@@ -163,7 +158,7 @@ int run_sample_command(SampleCommandOptions& o) {
         clip.erase(clip.begin(), clip.end() - static_cast<std::ptrdiff_t>(room));
       }
       request.prompt = std::move(clip);
-      info.prompt = "clip " + file_name(o.prompt);
+      began = "clip " + file_name(o.prompt);
     }
     request.length = static_cast<int64_t>(request.prompt.size()) + generate;
   } else {
@@ -182,7 +177,7 @@ int run_sample_command(SampleCommandOptions& o) {
     }
     request.length = prompt_bytes + o.max_bytes;
     request.stop_strings = o.stop;
-    info.prompt = std::string(request.prompt.begin(), request.prompt.end());
+    began = std::string(request.prompt.begin(), request.prompt.end());
   }
   // Every output is checked before generating, so a clash shows now rather than after a long run.
   for (int i = 1; i <= o.count; ++i) {
@@ -222,14 +217,15 @@ int run_sample_command(SampleCommandOptions& o) {
     return kExitInterrupted;
   }
 
-  info.seed = result.seed;
-  info.created = engine::utc_timestamp_now();
   std::vector<std::string> written;
   for (int64_t k = 0; k < o.count; ++k) {
     const std::filesystem::path path = engine::numbered_path(o.out, static_cast<int>(k + 1), static_cast<int>(o.count));
     const std::vector<uint8_t>& bytes = result.samples[static_cast<size_t>(k)];
-    info.sample_number = static_cast<int>(k + 1);
-    info.sample_count = static_cast<int>(o.count);
+    engine::ExportInfo info = engine::sample_export_info(c.name, bundle.weights_hash, request.settings,
+                                                         request.half_precision_cache, result.seed,
+                                                         static_cast<int>(k), static_cast<int>(o.count));
+    info.prompt = began;
+    info.prompt_rows_kept = prompt_rows_kept;
     try {
       if (o.kind == "image") {
         std::vector<uint8_t> pixels(static_cast<size_t>(c.context), 0);  // a stopped sample: the rest stays black

@@ -71,10 +71,10 @@ static std::string number(double x) {
 
 void SamplingSettings::validate() const {
   if (!(temperature >= 0.0 && temperature <= 100.0)) {
-    throw Error("temperature must be in [0, 100], got " + number(temperature));
+    throw Error("temperature must be in [0, 100], got " + number(temperature), {"temperature"});
   }
-  if (top_k < 0 || top_k > 256) throw Error("top-k must be in 0..256 (0: off), got " + std::to_string(top_k));
-  if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("top-p must be in (0, 1], got " + number(top_p));
+  if (top_k < 0 || top_k > 256) throw Error("top-k must be in 0..256 (0: off), got " + std::to_string(top_k), {"top_k"});
+  if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("top-p must be in (0, 1], got " + number(top_p), {"top_p"});
 }
 
 int pick_byte(const float* logits, const SamplingSettings& settings, double u) {

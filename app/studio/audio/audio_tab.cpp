@@ -451,16 +451,11 @@ void AudioTab::exportResults() {
 QStringList AudioTab::exportTo(const QString& path, int rate, bool allSamples) {
   QStringList written;
   if (!canExport()) return written;
-  stx::engine::ExportInfo info;
-  info.model_name = runModel_.name;
-  info.model_hash = runModel_.weights_hash;
-  info.seed = *lastSeed_;
-  info.temperature = runSettings_.temperature;
-  info.top_k = runSettings_.top_k;
-  info.top_p = runSettings_.top_p;
-  info.kv_cache = stx::engine::kv_cache_name(stx::engine::SampleRequest{}.half_precision_cache);  // the studio's requests keep the default
+  // The studio's requests keep the default KV cache type; WavExport::write numbers each sample.
+  stx::engine::ExportInfo info = stx::engine::sample_export_info(
+      runModel_.name, runModel_.weights_hash, runSettings_, stx::engine::SampleRequest{}.half_precision_cache,
+      *lastSeed_, 0, static_cast<int>(results_.size()));
   info.prompt = runPromptText_.toStdString();
-  info.created = stx::engine::utc_timestamp_now();
   std::vector<int> which;
   if (allSamples) {
     for (int i = 0; i < static_cast<int>(results_.size()); ++i) which.push_back(i);

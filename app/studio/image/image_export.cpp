@@ -12,19 +12,12 @@ QString describe_prompt_rows(int rows, const QString& source) {
 }
 
 stx::engine::ExportInfo export_info(const stx::engine::ModelSummary& model, const SampleOrigin& origin) {
-  stx::engine::ExportInfo info;
-  info.model_name = model.name;
-  info.model_hash = model.weights_hash;
-  info.seed = origin.seed;
-  info.temperature = origin.settings.temperature;
-  info.top_k = origin.settings.top_k;
-  info.top_p = origin.settings.top_p;
-  info.kv_cache = stx::engine::kv_cache_name(stx::engine::SampleRequest{}.half_precision_cache);  // the studio's requests keep the default
+  // The studio's requests keep the default KV cache type.
+  stx::engine::ExportInfo info = stx::engine::sample_export_info(
+      model.name, model.weights_hash, origin.settings, stx::engine::SampleRequest{}.half_precision_cache, origin.seed,
+      origin.sample - 1, origin.samples);
   info.prompt = origin.prompt.toStdString();
   if (origin.promptRows > 0) info.prompt_rows_kept = origin.promptRows;
-  info.sample_number = origin.sample;
-  info.sample_count = origin.samples;
-  info.created = stx::engine::utc_timestamp_now();
   return info;
 }
 

@@ -85,4 +85,21 @@ std::string utc_timestamp_now() {
   return std::string(text, std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc));
 }
 
+ExportInfo sample_export_info(const std::string& model_name, const std::string& weights_hash,
+                              const SamplingSettings& settings, bool half_precision_cache, uint64_t seed,
+                              int index, int count) {
+  ExportInfo info;
+  info.model_name = model_name;
+  info.model_hash = weights_hash;
+  info.seed = seed;
+  info.temperature = settings.temperature;
+  info.top_k = settings.top_k;
+  info.top_p = settings.top_p;
+  info.kv_cache = kv_cache_name(half_precision_cache);
+  info.sample_number = index + 1;
+  info.sample_count = count;
+  info.created = utc_timestamp_now();
+  return info;
+}
+
 }  // namespace stx::engine

@@ -431,5 +431,30 @@ TEST(Export, TimestampIsIso8601Utc) {
   EXPECT_EQ(now.back(), 'Z');
 }
 
+// Every front end's exports say the same of a sample: model, weights, settings, cache type, seed, and which
+// of the request's samples it is.
+TEST(Export, SampleExportInfoRecordsTheRequestAndTheSampleIndex) {
+  SamplingSettings settings;
+  settings.temperature = 0.8;
+  settings.top_k = 40;
+  settings.top_p = 0.95;
+  const ExportInfo info = sample_export_info("audio", "abc123", settings, true, 42, 2, 4);
+  EXPECT_EQ(info.model_name, "audio");
+  EXPECT_EQ(info.model_hash, "abc123");
+  EXPECT_EQ(info.seed, 42u);
+  EXPECT_EQ(info.temperature, 0.8);
+  EXPECT_EQ(info.top_k, 40);
+  EXPECT_EQ(info.top_p, 0.95);
+  EXPECT_EQ(info.kv_cache, "float16");
+  EXPECT_EQ(info.sample_number, 3);  // index 2, counted from 1 in the file
+  EXPECT_EQ(info.sample_count, 4);
+  EXPECT_EQ(info.created.size(), std::string("2024-05-01T12:34:56Z").size()) << info.created;
+  const PngText text = export_png_text(info);
+  bool sample_line = false;
+  for (const auto& [key, value] : text) sample_line = sample_line || (key == "Sample" && value == "3 of 4");
+  EXPECT_TRUE(sample_line);
+  EXPECT_EQ(sample_export_info("text", "", settings, false, 1, 0, 1).kv_cache, "float32");
+}
+
 }  // namespace
 }  // namespace stx::engine

@@ -23,6 +23,7 @@
 
 #include "stx/engine/atomic_file.h"
 #include "stx/engine/png_writer.h"
+#include "stx/engine/sample_request.h"
 
 namespace stx::engine {
 
@@ -52,6 +53,13 @@ struct ExportInfo {
 };
 
 inline constexpr size_t kMaxPromptMetadataBytes = 1000;
+
+// How sample `index` (from 0) of a request's `count` samples was made: the model (its name and weights
+// hash), the sampling settings, the KV cache type and the seed; created now. Every front end builds its
+// exports' metadata here and adds only how the sample began (prompt, prompt_rows_kept).
+ExportInfo sample_export_info(const std::string& model_name, const std::string& weights_hash,
+                              const SamplingSettings& settings, bool half_precision_cache, uint64_t seed,
+                              int index, int count);
 
 // The PNG tEXt pairs, in this order: Software, Model, Model hash, Seed, Sample, Temperature, Top-k, Top-p,
 // KV cache, Prompt rows kept, Prompt, Creation Time. Numbers are written locale-independently ("0.9", never "0,9").
