@@ -22,6 +22,7 @@
 #include "stx/engine/atomic_file.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/device.h"
+#include "stx/engine/distributed_settings.h"
 #include "stx/engine/error.h"
 #include "stx/engine/threads.h"
 #include "stx/engine/trainer.h"
@@ -61,7 +62,7 @@ int free_local_port() {
 int launch_workers(int nproc, char** argv) {
   const int port = free_local_port();
   // The cores shared out (a --threads in argv still sets each process's own count).
-  const std::string threads = std::to_string(std::max(1, engine::usable_cores() / nproc));
+  const int threads = std::max(1, engine::usable_cores() / nproc);
   for (int rank = 0; rank < nproc; ++rank) {
     const pid_t pid = fork();
     if (pid < 0) {
@@ -70,11 +71,13 @@ int launch_workers(int nproc, char** argv) {
       break;
     }
     if (pid == 0) {
-      setenv("RANK", std::to_string(rank).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
-      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      setenv("STX_THREADS", threads.c_str(), 1);
+      engine::DistributedSettings worker;
+      worker.rank = rank;
+      worker.world_size = nproc;
+      worker.master_addr = "127.0.0.1";
+      worker.master_port = port;
+      worker.to_environment();
+      engine::set_thread_limit_of_started_programs(threads);
       execv("/proc/self/exe", argv);
       std::cerr << "stx train: cannot run /proc/self/exe: " << std::strerror(errno) << "\n";
       _exit(127);
@@ -250,7 +253,7 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
 
 int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
   (void)argc;
-  if (c.nproc > 1 && std::getenv("RANK") == nullptr) {
+  if (c.nproc > 1 && !engine::DistributedSettings::started_as_worker()) {
     build_options(c);  // a bad option is reported once, before any process starts
     // The processes share this machine's files: a folder the run cannot make fails here, once, rather than on
     // rank 0 alone while the others wait for it at the rendezvous.

@@ -43,6 +43,15 @@ DistributedSettings DistributedSettings::from_environment() {
   return s;
 }
 
+bool DistributedSettings::started_as_worker() { return std::getenv("RANK") != nullptr; }
+
+void DistributedSettings::to_environment() const {
+  setenv("RANK", std::to_string(rank).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
+  setenv("MASTER_ADDR", master_addr.c_str(), 1);
+  setenv("MASTER_PORT", std::to_string(master_port).c_str(), 1);
+}
+
 // What the Gloo and NCCL groups share. LibTorch 2.x split ProcessGroup into a front and per-device
 // Backends, and ProcessGroupGloo / ProcessGroupNCCL became Backends; in 1.13 they are ProcessGroups.
 #if TORCH_VERSION_MAJOR >= 2

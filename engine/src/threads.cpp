@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <stdexcept>
@@ -32,6 +33,10 @@ int usable_cores() {
   if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   const unsigned cores = std::thread::hardware_concurrency();
   return cores > 0 ? static_cast<int>(cores) : 1;
+}
+
+void set_thread_limit_of_started_programs(int threads) {
+  setenv("STX_THREADS", std::to_string(std::clamp(threads, 1, kMaxThreads)).c_str(), 1);
 }
 
 void set_thread_limit(int threads) {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "stx/engine/distributed_settings.h"
 #include "stx/engine/threads.h"
 
 namespace {
@@ -83,6 +84,29 @@ TEST(Threads, TheEnvironmentCountsUnlessTheUserChose) {
     EXPECT_EQ(stx::engine::job_threads(), stx::engine::usable_cores()) << "STX_THREADS=" << nonsense;
   }
   unsetenv("STX_THREADS");
+}
+
+// What a launcher hands the processes it starts (the CLI's --nproc): their share of the cores and their place in
+// the run, read back as each of them reads them.
+TEST(Threads, StartedProgramsInheritTheirThreadsAndTheirPlaceInTheRun) {
+  stx::engine::set_thread_limit(0);
+  stx::engine::set_thread_limit_of_started_programs(3);
+  EXPECT_EQ(stx::engine::job_threads(), 3);  // what the started program's job_threads() gives
+  unsetenv("STX_THREADS");
+
+  EXPECT_FALSE(stx::engine::DistributedSettings::started_as_worker());
+  stx::engine::DistributedSettings worker;
+  worker.rank = 1;
+  worker.world_size = 2;
+  worker.master_port = 41234;
+  worker.to_environment();
+  EXPECT_TRUE(stx::engine::DistributedSettings::started_as_worker());
+  const stx::engine::DistributedSettings read = stx::engine::DistributedSettings::from_environment();
+  EXPECT_EQ(read.rank, 1);
+  EXPECT_EQ(read.world_size, 2);
+  EXPECT_EQ(read.master_addr, "127.0.0.1");
+  EXPECT_EQ(read.master_port, 41234);
+  for (const char* name : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(name);
 }
 
 TEST(Threads, ALimitOutOfRangeIsRefused) {

@@ -14,6 +14,11 @@ struct DistributedSettings {
   // From RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; world_size 1 when WORLD_SIZE is unset. Throws
   // stx::engine::Error for values out of range.
   static DistributedSettings from_environment();
+  // True when this process was started as one of a run's processes (RANK is set).
+  static bool started_as_worker();
+  // Sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for a program this process starts: a launcher calls
+  // it between fork and exec, and the program reads them back with from_environment().
+  void to_environment() const;
 };
 
 }  // namespace stx::engine

@@ -20,6 +20,10 @@ constexpr int kMaxThreads = 1024;
 // kMaxThreads; anything else is ignored), else usable_cores().
 int job_threads();
 
+// Makes job_threads() `threads` in the programs this process starts from now on (through STX_THREADS in the
+// environment they inherit): a launcher shares the cores out between the processes of one run.
+void set_thread_limit_of_started_programs(int threads);
+
 // Sets LibTorch's and the calling thread's OpenMP thread counts to job_threads(). Call it on the thread
 // that runs the job, before it starts. Parallel code may still use fewer (the decoder does on a busy
 // machine), never more.
