@@ -13,6 +13,7 @@
 #include "stx/engine/error.h"
 #include "stx/engine/trainer.h"
 #include "stx/models/model_config.h"
+#include "tiny_model.h"
 
 namespace stx::test {
 
@@ -69,18 +70,8 @@ inline std::filesystem::path make_text_corpus(const std::filesystem::path& folde
 }
 
 inline models::ModelConfig tiny_text_config(int64_t context = 64) {
-  models::ModelConfig c;
-  c.name = "tiny-text";
-  c.kind = models::DataKind::text;
+  models::ModelConfig c = tiny_model_config(models::DataKind::text);
   c.context = context;
-  c.d_model = 32;
-  c.layers = 2;
-  c.heads = 2;
-  c.d_ff = 64;
-  c.pattern = kernels::Pattern::fixed;
-  c.stride = 16;
-  c.summary = 4;
-  c.block = 16;
   return c;
 }
 

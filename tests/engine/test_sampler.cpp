@@ -14,6 +14,7 @@
 #include "stx/kernels/pattern.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
+#include "tiny_model.h"
 
 namespace {
 
@@ -23,23 +24,7 @@ using stx::engine::SampleResult;
 using stx::models::ModelConfig;
 using stx::models::SparseTransformer;
 
-ModelConfig tiny_image() {
-  ModelConfig c;
-  c.name = "tiny-image";
-  c.kind = stx::models::DataKind::image;
-  c.image_height = 8;
-  c.image_width = 8;
-  c.image_channels = 1;
-  c.context = 64;
-  c.d_model = 32;
-  c.layers = 2;
-  c.heads = 2;
-  c.d_ff = 64;
-  c.pattern = stx::kernels::Pattern::strided;
-  c.stride = 8;
-  c.block = 16;
-  return c;
-}
+ModelConfig tiny_image() { return stx::test::tiny_model_config(stx::models::DataKind::image); }
 
 ModelConfig tiny_text() {
   ModelConfig c = tiny_image();

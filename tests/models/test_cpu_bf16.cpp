@@ -10,6 +10,7 @@
 
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
+#include "tiny_model.h"
 
 namespace {
 
@@ -18,17 +19,12 @@ using stx::models::Precision;
 using stx::models::SparseTransformer;
 
 ModelConfig tiny(Precision precision, bool recompute = false) {
-  ModelConfig c;
-  c.name = "tiny";
-  c.kind = stx::models::DataKind::text;
+  ModelConfig c = stx::test::tiny_model_config(stx::models::DataKind::text);
   c.context = 48;
   c.d_model = 64;
-  c.layers = 2;
-  c.heads = 2;
   c.d_ff = 128;
   c.pattern = stx::kernels::Pattern::strided;
   c.stride = 8;
-  c.block = 16;
   c.precision = precision;
   c.recompute = recompute;
   return c;

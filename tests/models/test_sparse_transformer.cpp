@@ -6,6 +6,7 @@
 
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
+#include "tiny_model.h"
 
 namespace {
 
@@ -13,18 +14,11 @@ using stx::models::ModelConfig;
 using stx::models::SparseTransformer;
 
 ModelConfig tiny(stx::kernels::Pattern pattern, int64_t context = 40, int64_t stride = 6) {
-  ModelConfig c;
-  c.name = "tiny";
-  c.kind = stx::models::DataKind::text;
+  ModelConfig c = stx::test::tiny_model_config(stx::models::DataKind::text);
   c.context = context;
-  c.d_model = 32;
-  c.layers = 2;
-  c.heads = 2;
-  c.d_ff = 64;
   c.pattern = pattern;
   c.stride = stride;
   c.summary = 2;
-  c.block = 16;
   return c;
 }
 
