@@ -8,7 +8,7 @@
 #include "attention_bench.h"
 #include "quality_bench.h"
 #include "sample_bench.h"
-#include "stx/kernels/openmp_spin_policy.h"
+#include "stx/engine/process_start.h"
 #include "train_bench.h"
 
 namespace {
@@ -27,7 +27,7 @@ constexpr RegisterCommand kCommands[] = {
 
 int main(int argc, char** argv) {
   // The programs' OpenMP spin-wait, so that the figures are what stx and stx-studio get.
-  stx::kernels::restart_with_short_openmp_spins(argv);
+  stx::engine::restart_with_short_openmp_spins(argv);
   CLI::App app{"stx-bench: benchmarks of the STX Studio kernels against LibTorch, measured in one process",
                "stx-bench"};
   app.require_subcommand(1);

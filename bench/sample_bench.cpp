@@ -99,7 +99,7 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
   if (weights == "float16" && decoder.half_weight_matrices() == 0) {
     throw std::logic_error("stx-bench sample: the float16 model's matrices were not kept as halves");
   }
-  decoder.skip_to_for_timing(position);
+  stx::models::skip_to_for_timing(decoder, position);
   // A prompt: chunks of positions every sample shares (steps_per_s counts positions); else single steps.
   // Near the end of the context, smaller chunks: a warm-up and 8 timed calls must fit.
   const int64_t per_call =

@@ -14,7 +14,7 @@
 #include "sample_command.h"
 #include "stx/engine/error.h"
 #include "stx/engine/threads.h"
-#include "stx/kernels/openmp_spin_policy.h"
+#include "stx/engine/process_start.h"
 #include "train_command.h"
 
 namespace {
@@ -36,7 +36,7 @@ void add_threads_option(CLI::App& app, int& threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  stx::kernels::restart_with_short_openmp_spins(argv);  // first: it may start the program again
+  stx::engine::restart_with_short_openmp_spins(argv);  // first: it may start the program again
   stx::engine::use_job_threads();  // Debian's LibTorch would start with one thread
 
   CLI::App app{"stx " STX_VERSION ": Sparse Transformers headless: train, evaluate, sample, inspect models and patterns",

@@ -4,7 +4,7 @@
 #include <QStringList>
 #include <cstdio>
 
-#include "stx/kernels/openmp_spin_policy.h"
+#include "stx/engine/process_start.h"
 #include "window/main_window.h"
 
 #ifndef STX_VERSION
@@ -32,7 +32,7 @@ void describe_command_line(QCommandLineParser& parser) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  stx::kernels::restart_with_short_openmp_spins(argv);  // first: it may start the program again
+  stx::engine::restart_with_short_openmp_spins(argv);  // first: it may start the program again
   QApplication::setOrganizationName(QStringLiteral("stx-studio"));
   QApplication::setApplicationName(QStringLiteral("stx-studio"));
   QApplication::setApplicationVersion(QStringLiteral(STX_VERSION));

@@ -1,4 +1,4 @@
-#include "stx/models/decoder.h"
+#include "decoder_impl.h"
 
 #include <ATen/ATen.h>
 #include <omp.h>
@@ -33,9 +33,9 @@ std::vector<float> to_floats(const at::Tensor& t) {
 
 }  // namespace
 
-void IncrementalDecoder::FreeCache::operator()(unsigned char* p) const { std::free(p); }
+void IncrementalDecoder::Impl::FreeCache::operator()(unsigned char* p) const { std::free(p); }
 
-IncrementalDecoder::CacheBuffer IncrementalDecoder::allocate_cache(size_t bytes) {
+IncrementalDecoder::Impl::CacheBuffer IncrementalDecoder::Impl::allocate_cache(size_t bytes) {
   constexpr size_t kHugePage = size_t{2} << 20;
   const size_t rounded = (std::max<size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
   void* memory = std::aligned_alloc(kHugePage, rounded);
@@ -44,11 +44,11 @@ IncrementalDecoder::CacheBuffer IncrementalDecoder::allocate_cache(size_t bytes)
   return CacheBuffer(static_cast<unsigned char*>(memory));
 }
 
-int64_t IncrementalDecoder::row_bytes() const {
+int64_t IncrementalDecoder::Impl::row_bytes() const {
   return config_.head_dim() * static_cast<int64_t>(kernels::dtype_size(cache_dtype_));
 }
 
-void IncrementalDecoder::store_row(const float* src, unsigned char* row) const {
+void IncrementalDecoder::Impl::store_row(const float* src, unsigned char* row) const {
   if (cache_dtype_ == kernels::DType::f16) {
     kernels::convert_to_half(src, reinterpret_cast<uint16_t*>(row), config_.head_dim());
   } else {
@@ -56,7 +56,7 @@ void IncrementalDecoder::store_row(const float* src, unsigned char* row) const {
   }
 }
 
-void IncrementalDecoder::load_row(const unsigned char* row, float* dst) const {
+void IncrementalDecoder::Impl::load_row(const unsigned char* row, float* dst) const {
   if (cache_dtype_ == kernels::DType::f16) {
     kernels::convert_from_half(reinterpret_cast<const uint16_t*>(row), dst, config_.head_dim());
   } else {
@@ -64,7 +64,7 @@ void IncrementalDecoder::load_row(const unsigned char* row, float* dst) const {
   }
 }
 
-IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear& linear, bool half_when_exact) {
+IncrementalDecoder::Impl::Linear IncrementalDecoder::Impl::snapshot(const torch::nn::Linear& linear, bool half_when_exact) {
   Linear l;
   l.in = linear->weight.size(1);
   l.out = linear->weight.size(0);
@@ -89,7 +89,7 @@ IncrementalDecoder::Linear IncrementalDecoder::snapshot(const torch::nn::Linear&
   return l;
 }
 
-int IncrementalDecoder::half_weight_matrices() const {
+int IncrementalDecoder::Impl::half_weight_matrices() const {
   int count = output_.weights_half.empty() ? 0 : 1;
   for (const Layer& l : layers_) {
     for (const Linear* m : {&l.qkv, &l.attention_out, &l.ff_in, &l.ff_out})
@@ -98,11 +98,11 @@ int IncrementalDecoder::half_weight_matrices() const {
   return count;
 }
 
-IncrementalDecoder::Norm IncrementalDecoder::snapshot(const torch::nn::LayerNorm& norm) {
+IncrementalDecoder::Impl::Norm IncrementalDecoder::Impl::snapshot(const torch::nn::LayerNorm& norm) {
   return Norm{to_floats(norm->weight), to_floats(norm->bias)};
 }
 
-IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity,
+IncrementalDecoder::Impl::Impl(SparseTransformer& model, int64_t batch, int64_t capacity,
                                        kernels::DType cache_dtype, bool half_weights)
     : config_(model->config()),
       batch_(batch),
@@ -156,7 +156,7 @@ IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, 
   b_.resize(rows * d);
 }
 
-void IncrementalDecoder::embed(const int32_t* input_tokens, int64_t b0, int64_t b1) {
+void IncrementalDecoder::Impl::embed(const int32_t* input_tokens, int64_t b0, int64_t b1) {
   const int64_t d = config_.d_model;
   std::vector<int64_t> coords = config_.position_coordinates(position_);
   for (int64_t b = b0; b < b1; ++b) {
@@ -172,7 +172,7 @@ void IncrementalDecoder::embed(const int32_t* input_tokens, int64_t b0, int64_t 
 }
 
 template <class Call>
-void IncrementalDecoder::for_each_call(int64_t first, int64_t last, Call&& call) const {
+void IncrementalDecoder::Impl::for_each_call(int64_t first, int64_t last, Call&& call) const {
   const int64_t heads = config_.heads;
   if (first % heads == 0 && last % heads == 0) {
     call(first, last);
@@ -185,7 +185,7 @@ void IncrementalDecoder::for_each_call(int64_t first, int64_t last, Call&& call)
   }
 }
 
-kernels::DecodeParams IncrementalDecoder::decode_params(const Layer& layer, int64_t p0, int64_t p1,
+kernels::DecodeParams IncrementalDecoder::Impl::decode_params(const Layer& layer, int64_t p0, int64_t p1,
                                                         int64_t position) const {
   const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim(), rb = row_bytes();
   const int64_t b0 = p0 / heads, h0 = p0 % heads;
@@ -216,7 +216,7 @@ kernels::DecodeParams IncrementalDecoder::decode_params(const Layer& layer, int6
   return p;
 }
 
-void IncrementalDecoder::attention(Layer& layer, int layer_index, int64_t first, int64_t last) {
+void IncrementalDecoder::Impl::attention(Layer& layer, int layer_index, int64_t first, int64_t last) {
   if (first >= last) return;  // a thread of a shared step with no pair of its own
   const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim();
   // qkv_ rows are [3, heads, head_dim]: append this position's keys and values to the caches.
@@ -247,7 +247,7 @@ void IncrementalDecoder::attention(Layer& layer, int layer_index, int64_t first,
   }
 }
 
-void IncrementalDecoder::check_step(const int32_t* input_tokens, int64_t count) const {
+void IncrementalDecoder::Impl::check_step(const int32_t* input_tokens, int64_t count) const {
   if (position_ >= capacity_) {
     throw std::out_of_range("decoder: position " + std::to_string(position_) + " is past the capacity of " +
                             std::to_string(capacity_));
@@ -259,7 +259,7 @@ void IncrementalDecoder::check_step(const int32_t* input_tokens, int64_t count) 
   }
 }
 
-void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
+void IncrementalDecoder::Impl::step(const int32_t* input_tokens, float* logits) {
   check_step(input_tokens, batch_);
   share_common_prefix();
   // A batch of several row tiles per thread is split by samples: each thread runs the whole step for its
@@ -312,16 +312,15 @@ void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
   ++position_;
 }
 
-void IncrementalDecoder::prepare_shared_step(int threads) {
+void IncrementalDecoder::Impl::prepare_shared_step(int threads) {
   const auto parts = static_cast<size_t>(threads);
   if (normed_by_part_.size() < parts) normed_by_part_.resize(parts);
   for (std::vector<float>& normed : normed_by_part_) normed.resize(normed_.size());
   if (rows_ahead_by_part_.size() < parts) rows_ahead_by_part_.resize(parts);
-  barrier_arrivals_.store(0, std::memory_order_relaxed);
-  barrier_sleepers_.store(0, std::memory_order_relaxed);
+  barrier_.reset();
 }
 
-void IncrementalDecoder::step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1) {
+void IncrementalDecoder::Impl::step_samples(const int32_t* input_tokens, float* logits, int64_t b0, int64_t b1) {
   const int64_t d = config_.d_model, rows = b1 - b0, ff = config_.d_ff;
   float* h = h_.data() + b0 * d;
   float* normed = normed_.data() + b0 * d;
@@ -351,7 +350,7 @@ void IncrementalDecoder::step_samples(const int32_t* input_tokens, float* logits
   linear(normed, rows, output_, logits + b0 * output_.out);
 }
 
-void IncrementalDecoder::rewind(int64_t position) {
+void IncrementalDecoder::Impl::rewind(int64_t position) {
   if (position < 0 || position > position_) {
     throw std::out_of_range("decoder: cannot rewind to " + std::to_string(position) + " from " +
                             std::to_string(position_));
@@ -366,7 +365,7 @@ void IncrementalDecoder::rewind(int64_t position) {
   probe_position_ = -1;
 }
 
-void IncrementalDecoder::refill_window(Layer& layer, int64_t pairs, int64_t from, int64_t to) {
+void IncrementalDecoder::Impl::refill_window(Layer& layer, int64_t pairs, int64_t from, int64_t to) {
   const int64_t l = layer.cache_columns, rb = row_bytes();
   if (l == 0) return;
   for (int64_t bh = 0; bh < pairs; ++bh) {
@@ -379,7 +378,7 @@ void IncrementalDecoder::refill_window(Layer& layer, int64_t pairs, int64_t from
   }
 }
 
-void IncrementalDecoder::skip_to_for_timing(int64_t position) {
+void IncrementalDecoder::Impl::skip_to_for_timing(int64_t position) {
   if (position < position_ || position >= capacity_) {
     throw std::out_of_range("decoder: cannot skip to " + std::to_string(position) + " from " +
                             std::to_string(position_) + " with capacity " + std::to_string(capacity_));
@@ -408,7 +407,7 @@ void IncrementalDecoder::skip_to_for_timing(int64_t position) {
   if (identical) common_prefix_ = shared_until_ = position;
 }
 
-void IncrementalDecoder::set_probe(int layer, int head) {
+void IncrementalDecoder::Impl::set_probe(int layer, int head) {
   if (layer < 0) {
     probe_layer_ = -1;
     return;
@@ -421,7 +420,7 @@ void IncrementalDecoder::set_probe(int layer, int head) {
   probe_position_ = -1;
 }
 
-void IncrementalDecoder::probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const {
+void IncrementalDecoder::Impl::probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const {
   positions.clear();
   weights.clear();
   if (probe_layer_ < 0 || probe_position_ < 0 || sample < 0 || sample >= batch_) return;
@@ -446,5 +445,30 @@ void IncrementalDecoder::probe(int64_t sample, std::vector<int64_t>& positions, 
     weights.push_back(std::exp(scale * s - lse));
   }
 }
+
+// The public class: the state and the work are Impl's.
+IncrementalDecoder::IncrementalDecoder(SparseTransformer& model, int64_t batch, int64_t capacity,
+                                       kernels::DType cache_dtype, bool half_weights)
+    : impl_(std::make_unique<Impl>(model, batch, capacity, cache_dtype, half_weights)) {}
+IncrementalDecoder::~IncrementalDecoder() = default;
+IncrementalDecoder::IncrementalDecoder(IncrementalDecoder&&) noexcept = default;
+IncrementalDecoder& IncrementalDecoder::operator=(IncrementalDecoder&&) noexcept = default;
+
+int64_t IncrementalDecoder::batch() const { return impl_->batch_; }
+int64_t IncrementalDecoder::capacity() const { return impl_->capacity_; }
+kernels::DType IncrementalDecoder::cache_dtype() const { return impl_->cache_dtype_; }
+int IncrementalDecoder::half_weight_matrices() const { return impl_->half_weight_matrices(); }
+const ModelConfig& IncrementalDecoder::config() const { return impl_->config_; }
+int64_t IncrementalDecoder::position() const { return impl_->position_; }
+void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) { impl_->step(input_tokens, logits); }
+void IncrementalDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count) {
+  impl_->step_common_prefix(input_tokens, count);
+}
+void IncrementalDecoder::rewind(int64_t position) { impl_->rewind(position); }
+void IncrementalDecoder::set_probe(int layer, int head) { impl_->set_probe(layer, head); }
+void IncrementalDecoder::probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const {
+  impl_->probe(sample, positions, weights);
+}
+void skip_to_for_timing(IncrementalDecoder& decoder, int64_t position) { decoder.impl_->skip_to_for_timing(position); }
 
 }  // namespace stx::models

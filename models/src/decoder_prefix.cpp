@@ -15,11 +15,11 @@
 #include <string>
 
 #include "stx/kernels/attention.h"
-#include "stx/models/decoder.h"
+#include "decoder_impl.h"
 
 namespace stx::models {
 
-void IncrementalDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count) {
+void IncrementalDecoder::Impl::step_common_prefix(const int32_t* input_tokens, int64_t count) {
   if (count < 1) throw std::invalid_argument("decoder: a common prefix needs at least one position");
   if (position_ + count > capacity_) {
     throw std::out_of_range("decoder: positions " + std::to_string(position_) + ".." +
@@ -66,7 +66,7 @@ void IncrementalDecoder::step_common_prefix(const int32_t* input_tokens, int64_t
   if (common_prefix_ - shared_until_ >= std::max<int64_t>(1, capacity_ / 32)) share_common_prefix();
 }
 
-void IncrementalDecoder::append_prefix_rows(Layer& layer, int64_t first, int64_t last) {
+void IncrementalDecoder::Impl::append_prefix_rows(Layer& layer, int64_t first, int64_t last) {
   const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim(), rb = row_bytes();
   for (int64_t pair = first; pair < last; ++pair) {  // pair r * heads + h: position position_ + r, head h
     const int64_t r = pair / heads, h = pair % heads;
@@ -77,7 +77,7 @@ void IncrementalDecoder::append_prefix_rows(Layer& layer, int64_t first, int64_t
   }
 }
 
-void IncrementalDecoder::attend_prefix(const Layer& layer, int layer_index, int64_t first, int64_t last) {
+void IncrementalDecoder::Impl::attend_prefix(const Layer& layer, int layer_index, int64_t first, int64_t last) {
   const int64_t d = config_.d_model, heads = config_.heads, dh = config_.head_dim();
   for (int64_t pair = first; pair < last;) {
     // The heads [h0, h1) of row r in one call: sample 0's caches at position position_ + r, read without the
@@ -97,7 +97,7 @@ void IncrementalDecoder::attend_prefix(const Layer& layer, int layer_index, int6
   }
 }
 
-void IncrementalDecoder::share_common_prefix() {
+void IncrementalDecoder::Impl::share_common_prefix() {
   const int64_t from = shared_until_, to = common_prefix_;
   shared_until_ = to;
   if (from >= to || batch_ == 1) return;

@@ -1,65 +1,24 @@
-// IncrementalDecoder::step_shared: one decoder step of a small batch, run by every thread of one parallel
+// IncrementalDecoder::Impl::step_shared: one decoder step of a small batch, run by every thread of one parallel
 // region. A step of one sample is about 25 small kernels; forking and joining a team for each cost more
 // than the arithmetic of many of them (a fifth of a step in OpenMP's barrier, in perf). Here the threads
 // start once per step and meet at five barriers per layer, where a kernel needs all of the last one's
 // output. Each thread takes whole register tiles of columns of each product and whole (sample, head)
 // pairs of the attention, so every value is computed exactly as by one thread.
-#include <linux/futex.h>
 #include <omp.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
 #include <exception>
 #include <mutex>
 
 #include "decoder_math.h"
 #include "stx/kernels/activation.h"
 #include "stx/kernels/small_linear.h"
-#include "stx/models/decoder.h"
+#include "decoder_impl.h"
 
 namespace stx::models {
 
-namespace {
-
-// The barrier of a shared step. Every thread adds one to `arrivals` at each barrier and the count is reset
-// before each step, so barrier k of the step is passed once the count reaches parts * k (`everyone`). A
-// thread that has to wait calls while_waiting() between looks until it returns false, spins, and then
-// sleeps on a futex until the last to arrive wakes it, as libgomp's barrier does. It replaced an OpenMP
-// barrier that came after the count (the count is needed to know when to stop asking for rows): one meeting
-// instead of two, 20 times a step (docs/benchmarks.md, "One barrier where the threads meet").
-// Yielding the core instead of sleeping was faster beside one busy process but slowed tests with more
-// threads than cores three times over.
-template <class WhileWaiting>
-void meet_at(std::atomic<int32_t>& arrivals, std::atomic<int32_t>& sleepers, int32_t everyone, int spins,
-             WhileWaiting&& while_waiting) {
-  static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t), "a futex is one 32-bit word");
-  auto* word = reinterpret_cast<int32_t*>(&arrivals);
-  // Sequentially consistent here and on `sleepers`: either the last to arrive sees a sleeper and wakes it,
-  // or the sleeper sees the last arrival before it sleeps.
-  if (arrivals.fetch_add(1) + 1 >= everyone) {
-    if (sleepers.load() > 0) syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-    return;
-  }
-  while (arrivals.load(std::memory_order_acquire) < everyone && while_waiting()) {
-  }
-  for (int k = 0; k < spins; ++k) {
-    if (arrivals.load(std::memory_order_acquire) >= everyone) return;
-    __builtin_ia32_pause();
-  }
-  sleepers.fetch_add(1);
-  // FUTEX_WAIT returns at once when the count is no longer `seen`, and may return early: look again.
-  for (int32_t seen = arrivals.load(); seen < everyone; seen = arrivals.load()) {
-    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
-  }
-  sleepers.fetch_sub(1);
-}
-
-}  // namespace
-
-void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits, int64_t rows, int part,
+void IncrementalDecoder::Impl::step_shared(const int32_t* input_tokens, float* logits, int64_t rows, int part,
                                      int parts, std::exception_ptr& error) {
   // A thread that failed keeps meeting the barriers (leaving would hang the others), but nobody works on.
   static std::mutex error_mutex;
@@ -96,12 +55,9 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
   RowsAhead& ahead = rows_ahead_by_part_[static_cast<size_t>(part)];
   if (ask_ahead) run([&] { collect_rows_ahead(pair0, pair1, ahead); });
   int32_t barriers = 0;
-  // Waiting threads look this many times before they sleep: about as long as libgomp with the GOMP_SPINCOUNT
-  // that stx sets (openmp_spin_policy.h). With more threads than processors, as libgomp does, much less:
-  // the thread awaited may be waiting for this very core.
-  const int spins = parts > omp_get_num_procs() ? 100 : 3000;
+  const int spins = StepBarrier::spins_for(parts);
   auto meet = [&] {
-    meet_at(barrier_arrivals_, barrier_sleepers_, parts * ++barriers, spins, [&] {
+    barrier_.meet(parts * ++barriers, spins, [&] {
       if (!ask_ahead || ahead.run == ahead.lines.size()) return false;
       for (int k = 0; k < 8 && ahead.run < ahead.lines.size(); ++k) {  // a few lines between looks
         const auto [first, end] = ahead.lines[ahead.run];
@@ -166,7 +122,7 @@ void IncrementalDecoder::step_shared(const int32_t* input_tokens, float* logits,
   });
 }
 
-void IncrementalDecoder::collect_rows_ahead(int64_t pair0, int64_t pair1, RowsAhead& ahead) const {
+void IncrementalDecoder::Impl::collect_rows_ahead(int64_t pair0, int64_t pair1, RowsAhead& ahead) const {
   ahead.lines.clear();
   ahead.run = 0;
   ahead.offset = 0;

@@ -243,7 +243,7 @@ TEST(IncrementalDecoder, LateStepsThatAskForTheNextColumnsGiveTheBitsOfOneThread
         at::set_num_threads(threads);
         omp_set_num_threads(threads);
         IncrementalDecoder decoder(model, batch, 0, cache);
-        decoder.skip_to_for_timing(19000);
+        skip_to_for_timing(decoder, 19000);
         std::vector<float> all;
         std::vector<float> step_logits(static_cast<size_t>(batch * 256));
         std::vector<int32_t> tokens(static_cast<size_t>(batch));
@@ -330,10 +330,10 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
             at::equal(again.narrow(1, prompt, length - prompt), want.narrow(1, prompt, length - prompt)));
         // stx-bench times a prompt late in the context: a skip keeps identical samples identical.
         IncrementalDecoder timing(model, batch, 0, cache);
-        timing.skip_to_for_timing(30);
+        skip_to_for_timing(timing, 30);
         timing.step_common_prefix(inputs.data(), 3);
         EXPECT_EQ(timing.position(), 33);
-        shared.skip_to_for_timing(50);  // after the samples' own steps they differ, skip or not
+        skip_to_for_timing(shared, 50);  // after the samples' own steps they differ, skip or not
         EXPECT_THROW(shared.step_common_prefix(inputs.data(), 1), std::logic_error);
       }
     }

@@ -35,7 +35,7 @@
 #include "image/image_tab.h"
 #include "stx/engine/atomic_file.h"
 #include "stx/engine/bundled_models.h"
-#include "stx/kernels/openmp_spin_policy.h"
+#include "stx/engine/process_start.h"
 #include "text/text_tab.h"
 #include "window/main_window.h"
 
@@ -153,7 +153,7 @@ double cli_rate(const Options& o, const std::string& kind, const QTemporaryDir& 
 }  // namespace
 
 int main(int argc, char** argv) {
-  stx::kernels::restart_with_short_openmp_spins(argv);
+  stx::engine::restart_with_short_openmp_spins(argv);
   Options o;
   CLI::App cli{"stx-studio-bench: the studio's generation rate (status bar, live attention on) against stx sample's"};
   cli.add_option("--kind", o.kinds, "audio, text, image (comma list)")

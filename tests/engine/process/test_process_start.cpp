@@ -1,4 +1,4 @@
-// The programs' OpenMP spin policy and OpenBLAS kernel choice (stx/kernels/openmp_spin_policy.h): this test binary starts like stx and
+// The programs' OpenMP spin policy and OpenBLAS kernel choice (stx/engine/process_start.h): this test binary starts like stx and
 // stx-studio, and runs itself in a child with a chosen environment to see what the child's main() finds.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "stx/kernels/openmp_spin_policy.h"
+#include "stx/engine/process_start.h"
 
 namespace {
 
@@ -28,7 +28,7 @@ std::string child_environment(const std::string& assignments) {
 
 // What the child reports for OPENBLAS_CORETYPE when the user left it unset.
 std::string chosen_coretype() {
-  const char* c = stx::kernels::openblas_coretype_for_this_cpu();
+  const char* c = stx::engine::openblas_coretype_for_this_cpu();
   return c ? c : "unset";
 }
 
@@ -64,7 +64,7 @@ TEST(OpenBlasCoretype, TheUsersChoiceIsKept) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  stx::kernels::restart_with_short_openmp_spins(argv);
+  stx::engine::restart_with_short_openmp_spins(argv);
   if (argc == 2 && std::strcmp(argv[1], kReport) == 0) {
     const char* spins = std::getenv("GOMP_SPINCOUNT");
     const char* policy = std::getenv("OMP_WAIT_POLICY");

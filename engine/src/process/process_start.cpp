@@ -1,10 +1,10 @@
-#include "stx/kernels/openmp_spin_policy.h"
+#include "stx/engine/process_start.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 
-namespace stx::kernels {
+namespace stx::engine {
 
 const char* openblas_coretype_for_this_cpu() {
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
@@ -31,4 +31,4 @@ void restart_with_short_openmp_spins(char** argv) {
   if (set_coretype) unsetenv("OPENBLAS_CORETYPE");
 }
 
-}  // namespace stx::kernels
+}  // namespace stx::engine

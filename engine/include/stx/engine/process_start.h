@@ -1,5 +1,10 @@
 #pragma once
-// How long an idle OpenMP thread spins before it sleeps, for the programs (stx, stx-studio).
+// What a program (stx, stx-studio, stx-bench) sets up for its process before anything else: how long an
+// idle OpenMP thread spins before it sleeps, and which OpenBLAS kernels LibTorch's products run. The run-time
+// pieces of the same kind inside a job are the decoder's step barrier (models/src/step_barrier.h) and the
+// job's thread count (stx/engine/threads.h).
+//
+// How long an idle OpenMP thread spins before it sleeps.
 //
 // A decode step is dozens of tiny parallel regions. libgomp's default lets a waiting thread spin for about
 // 300,000 iterations, which is right on an idle machine. When other work holds the cores (a training beside
@@ -25,7 +30,7 @@
 // it does know, so the choice is the same there. A build of OpenBLAS without run-time kernel selection
 // ignores the variable.
 
-namespace stx::kernels {
+namespace stx::engine {
 
 // Call first thing in main(); returns only when nothing needed a restart or the restart failed.
 void restart_with_short_openmp_spins(char** argv);
@@ -34,4 +39,4 @@ void restart_with_short_openmp_spins(char** argv);
 // (OpenBLAS's own choice stands). Exposed for tests.
 const char* openblas_coretype_for_this_cpu();
 
-}  // namespace stx::kernels
+}  // namespace stx::engine
