@@ -117,159 +117,202 @@ int pick_byte(const float* logits, const SamplingSettings& settings, double u) {
   return order[kept - 1];  // u * total rounded up to the very end
 }
 
-SampleResult sample(models::SparseTransformer& model, const SampleRequest& request, const EventSink& sink,
-                    const std::atomic<bool>* cancel) {
-  const models::ModelConfig& config = model->config();
-  check_request(config, request);
-  SampleResult result;
-  result.seed = request.seed ? *request.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  const int64_t count = request.count, length = request.length;
-  const auto prompt = static_cast<int64_t>(request.prompt.size());
-  auto emit = [&](const Event& e) {
-    if (sink) sink(e);
-  };
-  const std::string device = resolve_generation_device(request.device);
-  result.device = device_description(device);
-  emit(SampleStarted{result.seed, count, prompt, length, result.device});
+namespace {
 
-  // IncrementalDecoder on the CPU, TorchDecoder on CUDA (token_decoder.h).
-  const std::unique_ptr<models::TokenDecoder> decoder = models::make_decoder(
-      model, count, length, request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32,
-      device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU));
-  if (request.probe_layer >= 0) decoder->set_probe(request.probe_layer, request.probe_head);
-  std::vector<std::mt19937_64> rngs;
-  for (int64_t k = 0; k < count; ++k) rngs.emplace_back(mix(result.seed ^ mix(static_cast<uint64_t>(k))));
-  result.samples.assign(static_cast<size_t>(count), request.prompt);
-  std::vector<std::vector<uint8_t>> fed(static_cast<size_t>(count), request.prompt);  // what the model saw
-  std::vector<bool> finished(static_cast<size_t>(count), false);
-  std::vector<size_t> sent(static_cast<size_t>(count), request.prompt.size());  // bytes already streamed
-  std::vector<int32_t> inputs(static_cast<size_t>(count));
-  std::vector<float> logits(static_cast<size_t>(count * 256));
+// One call of sample(): the decoder, each sample's bytes and random stream, and the clocks that the progress
+// events are computed from. run() steps through the prompt and then draws byte after byte.
+class SamplingRun {
+ public:
+  SamplingRun(models::SparseTransformer& model, const SampleRequest& request, const EventSink& sink,
+              const std::atomic<bool>* cancel)
+      : request_(request), sink_(sink), cancel_(cancel), count_(request.count), length_(request.length),
+        prompt_(static_cast<int64_t>(request.prompt.size())) {
+    check_request(model->config(), request);
+    result_.seed = request.seed ? *request.seed
+                                : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+    const std::string device = resolve_generation_device(request.device);
+    result_.device = device_description(device);
+    emit(SampleStarted{result_.seed, count_, prompt_, length_, result_.device});
+    // IncrementalDecoder on the CPU, TorchDecoder on CUDA (token_decoder.h).
+    decoder_ = models::make_decoder(model, count_, length_,
+                                    request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32,
+                                    device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU));
+    if (request.probe_layer >= 0) decoder_->set_probe(request.probe_layer, request.probe_head);
+    for (int64_t k = 0; k < count_; ++k) rngs_.emplace_back(mix(result_.seed ^ mix(static_cast<uint64_t>(k))));
+    const auto samples = static_cast<size_t>(count_);
+    result_.samples.assign(samples, request.prompt);
+    fed_.assign(samples, request.prompt);
+    finished_.assign(samples, false);
+    sent_.assign(samples, request.prompt.size());
+    inputs_.resize(samples);
+    logits_.resize(samples * 256);
+    prompt_inputs_.resize(static_cast<size_t>(std::min(kPromptChunk, std::max<int64_t>(prompt_, 1))));
+    // While a sample may still end in a stop string, its last bytes could be the start of one: they are held
+    // back until it is clear, so a listener never shows a stop string that is then taken away.
+    for (const std::string& stop : request.stop_strings) hold_back_ = std::max(hold_back_, stop.size());
+    hold_back_ = hold_back_ > 0 ? hold_back_ - 1 : 0;
+  }
 
-  const Clock::time_point start = Clock::now();
-  Clock::time_point last_event = start;
-  // When the first byte is drawn: reading a long prompt (a clip to continue) takes seconds, and its time
-  // would otherwise make the generation rate look slower than it is.
-  Clock::time_point generation_start = start;
-  // The first call also pays for the threads' start and the caches' first pages (tens of ms): the prompt's
-  // rate, and the ETA without a prompt, come from the calls after it, so the first ETA is not an hour.
-  Clock::time_point after_first_step = start;
-  int64_t position = 0, done = 0;  // done: positions stepped through, prompt included
-  int64_t first_done = 0;          // done after the first call to the decoder (a step, or a prompt's chunk)
-  std::vector<int32_t> prompt_inputs(
-      static_cast<size_t>(std::min(kPromptChunk, std::max<int64_t>(prompt, 1))));
-  // While a sample may still end in a stop string, its last bytes could be the start of one: they are held
-  // back until it is clear, so a listener never shows a stop string that is then taken away.
-  size_t hold_back = 0;
-  for (const std::string& stop : request.stop_strings) hold_back = std::max(hold_back, stop.size());
-  hold_back = hold_back > 0 ? hold_back - 1 : 0;
-  auto flush = [&](bool last) {
-    for (int64_t k = 0; k < count; ++k) {
-      const std::vector<uint8_t>& s = result.samples[k];
-      const size_t ready = last || finished[k] ? s.size() : s.size() - std::min(s.size() - sent[k], hold_back);
-      if (ready <= sent[k]) continue;
-      emit(SampleBytes{k, static_cast<int64_t>(sent[k]), std::string(s.begin() + sent[k], s.begin() + ready)});
-      sent[k] = ready;
+  SampleResult run() {
+    start_ = last_event_ = generation_start_ = after_first_step_ = Clock::now();
+    for (int64_t position = 0; position < length_; ++position) {
+      if (cancel_ && cancel_->load()) {
+        result_.cancelled = true;
+        break;
+      }
+      if (position == prompt_) generation_start_ = Clock::now();
+      if (position < prompt_) {
+        position += read_prompt_chunk(position) - 1;
+      } else {
+        step(position);
+      }
+      if (done_ == 0) first_done_ = position + 1;
+      done_ = position + 1;
+      if (done_ == first_done_) after_first_step_ = Clock::now();
+      // The prompt is given, not drawn; a long one still shows its progress below.
+      if (position >= prompt_ && draw_next_bytes()) break;
+      if (seconds_since(last_event_) >= request_.event_interval_seconds) flush(false);
     }
-    const double elapsed = seconds_since(start);
+    flush(true);
+    result_.seconds = seconds_since(start_);
+    result_.prompt_seconds = done_ > prompt_ || prompt_ == 0
+                                 ? std::chrono::duration<double>(generation_start_ - start_).count()
+                                 : result_.seconds;  // stopped while the prompt was read
+    const double generating = result_.seconds - result_.prompt_seconds;
+    result_.tokens_per_second = generating > 0 ? static_cast<double>(result_.generated_bytes) / generating : 0.0;
+    return std::move(result_);
+  }
+
+ private:
+  void emit(const Event& e) const {
+    if (sink_) sink_(e);
+  }
+
+  // Every sample reads the same prompt: the decoder reads it for one, kPromptChunk positions at a time, and
+  // copies its keys and values. Between chunks, progress and a Stop are seen as between steps. Returns the
+  // positions read.
+  int64_t read_prompt_chunk(int64_t position) {
+    const int64_t chunk = std::min(kPromptChunk, prompt_ - position);
+    for (int64_t k = 0; k < chunk; ++k) {
+      const int64_t at = position + k;
+      prompt_inputs_[static_cast<size_t>(k)] = at == 0 ? 256 : request_.prompt[static_cast<size_t>(at - 1)];
+    }
+    decoder_->step_common_prefix(prompt_inputs_.data(), chunk);
+    return chunk;
+  }
+
+  void step(int64_t position) {
+    for (int64_t k = 0; k < count_; ++k) inputs_[k] = position == 0 ? 256 : fed_[k][position - 1];
+    decoder_->step(inputs_.data(), logits_.data());
+  }
+
+  // Draws every unfinished sample's next byte from the logits; true once every sample has ended in a stop
+  // string.
+  bool draw_next_bytes() {
+    bool all_finished = true;
+    for (int64_t k = 0; k < count_; ++k) {
+      if (finished_[k]) {
+        fed_[k].push_back(0);  // keeps the batch in step; nothing reads what follows a finished sample
+        continue;
+      }
+      const uint8_t byte =
+          static_cast<uint8_t>(pick_byte(logits_.data() + k * 256, request_.settings, uniform(rngs_[k])));
+      fed_[k].push_back(byte);
+      std::vector<uint8_t>& s = result_.samples[k];
+      s.push_back(byte);
+      ++result_.generated_bytes;
+      for (const std::string& stop : request_.stop_strings) {
+        if (ends_with(s, static_cast<size_t>(prompt_), stop)) {
+          s.resize(s.size() - stop.size());
+          finished_[k] = true;
+          break;
+        }
+      }
+      all_finished = all_finished && finished_[k];
+    }
+    return all_finished;
+  }
+
+  // The bytes not sent yet, then the progress and the attention probes.
+  void flush(bool last) {
+    for (int64_t k = 0; k < count_; ++k) {
+      const std::vector<uint8_t>& s = result_.samples[k];
+      const size_t ready = last || finished_[k] ? s.size() : s.size() - std::min(s.size() - sent_[k], hold_back_);
+      if (ready <= sent_[k]) continue;
+      emit(SampleBytes{k, static_cast<int64_t>(sent_[k]), std::string(s.begin() + sent_[k], s.begin() + ready)});
+      sent_[k] = ready;
+    }
+    emit_progress();
+    if (request_.probe_layer >= 0 && done_ > 0) emit_probes();
+    last_event_ = Clock::now();
+  }
+
+  void emit_progress() const {
     // While the prompt is read, the prompt bytes read per second; after, the bytes drawn per second since
     // the first was drawn. Both count every sample.
-    const bool reading_prompt = done <= prompt && prompt > 0;
-    const double since_first = seconds_since(after_first_step);
-    const double counted = reading_prompt
-                               ? static_cast<double>(std::max<int64_t>(done - first_done, 0) * count)
-                               : static_cast<double>(result.generated_bytes);
-    const double over = reading_prompt ? since_first : seconds_since(generation_start);
+    const bool reading_prompt = done_ <= prompt_ && prompt_ > 0;
+    const double since_first = seconds_since(after_first_step_);
+    const double counted = reading_prompt ? static_cast<double>(std::max<int64_t>(done_ - first_done_, 0) * count_)
+                                          : static_cast<double>(result_.generated_bytes);
+    const double over = reading_prompt ? since_first : seconds_since(generation_start_);
     const double rate = over > 0 ? counted / over : 0.0;
     // A negative ETA is shown as unknown. After one step alone nothing tells the pace yet. A prompt is read
     // for one sample, many positions at once, so its pace says nothing of generating's: the ETA waits for a
     // generated step, then comes from those alone.
     double eta = -1.0;
-    if (done == length) {
+    if (done_ == length_) {
       eta = 0.0;
-    } else if (prompt > 0 && done > prompt) {
-      eta = seconds_since(generation_start) / static_cast<double>(done - prompt) *
-            static_cast<double>(length - done);
-    } else if (prompt == 0 && done > 1) {
-      eta = since_first / static_cast<double>(done - 1) * static_cast<double>(length - done);
+    } else if (prompt_ > 0 && done_ > prompt_) {
+      eta = seconds_since(generation_start_) / static_cast<double>(done_ - prompt_) *
+            static_cast<double>(length_ - done_);
+    } else if (prompt_ == 0 && done_ > 1) {
+      eta = since_first / static_cast<double>(done_ - 1) * static_cast<double>(length_ - done_);
     }
-    emit(SampleProgress{done, length, rate, elapsed, eta});
-    if (request.probe_layer >= 0 && done > 0) {
-      for (int64_t k = 0; k < count; ++k) {
-        AttentionProbe probe;
-        probe.sample = k;
-        probe.layer = request.probe_layer;
-        probe.head = request.probe_head;
-        probe.position = done - 1;
-        decoder->probe(k, probe.positions, probe.weights);
-        emit(probe);
-      }
-    }
-    last_event = Clock::now();
-  };
-
-  // Draws every unfinished sample's byte at `position` from the logits; true once every sample has ended
-  // in a stop string.
-  auto draw_next_bytes = [&] {
-    bool all_finished = true;
-    for (int64_t k = 0; k < count; ++k) {
-      if (finished[k]) {
-        fed[k].push_back(0);  // keeps the batch in step; nothing reads what follows a finished sample
-        continue;
-      }
-      const uint8_t byte =
-          static_cast<uint8_t>(pick_byte(logits.data() + k * 256, request.settings, uniform(rngs[k])));
-      fed[k].push_back(byte);
-      std::vector<uint8_t>& s = result.samples[k];
-      s.push_back(byte);
-      ++result.generated_bytes;
-      for (const std::string& stop : request.stop_strings) {
-        if (ends_with(s, static_cast<size_t>(prompt), stop)) {
-          s.resize(s.size() - stop.size());
-          finished[k] = true;
-          break;
-        }
-      }
-      all_finished = all_finished && finished[k];
-    }
-    return all_finished;
-  };
-
-  for (; position < length; ++position) {
-    if (cancel && cancel->load()) {
-      result.cancelled = true;
-      break;
-    }
-    if (position == prompt) generation_start = Clock::now();
-    if (position < prompt) {
-      // Every sample reads the same prompt: the decoder reads it for one, kPromptChunk positions at a time,
-      // and copies its keys and values. Between chunks, progress and a Stop are seen as between steps.
-      const int64_t chunk = std::min(kPromptChunk, prompt - position);
-      for (int64_t k = 0; k < chunk; ++k) {
-        const int64_t at = position + k;
-        prompt_inputs[static_cast<size_t>(k)] = at == 0 ? 256 : request.prompt[static_cast<size_t>(at - 1)];
-      }
-      decoder->step_common_prefix(prompt_inputs.data(), chunk);
-      position += chunk - 1;
-    } else {
-      for (int64_t k = 0; k < count; ++k) inputs[k] = position == 0 ? 256 : fed[k][position - 1];
-      decoder->step(inputs.data(), logits.data());
-    }
-    if (done == 0) first_done = position + 1;
-    done = position + 1;
-    if (done == first_done) after_first_step = Clock::now();
-    // The prompt is given, not drawn; a long one still shows its progress below.
-    if (position >= prompt && draw_next_bytes()) break;
-    if (seconds_since(last_event) >= request.event_interval_seconds) flush(false);
+    emit(SampleProgress{done_, length_, rate, seconds_since(start_), eta});
   }
-  flush(true);
-  result.seconds = seconds_since(start);
-  result.prompt_seconds = done > prompt || prompt == 0
-                              ? std::chrono::duration<double>(generation_start - start).count()
-                              : result.seconds;  // stopped while the prompt was read
-  const double generating = result.seconds - result.prompt_seconds;
-  result.tokens_per_second = generating > 0 ? static_cast<double>(result.generated_bytes) / generating : 0.0;
-  return result;
+
+  void emit_probes() const {
+    for (int64_t k = 0; k < count_; ++k) {
+      AttentionProbe probe;
+      probe.sample = k;
+      probe.layer = request_.probe_layer;
+      probe.head = request_.probe_head;
+      probe.position = done_ - 1;
+      decoder_->probe(k, probe.positions, probe.weights);
+      emit(probe);
+    }
+  }
+
+  const SampleRequest& request_;
+  const EventSink& sink_;
+  const std::atomic<bool>* cancel_;
+  const int64_t count_, length_, prompt_;
+  SampleResult result_;
+  std::unique_ptr<models::TokenDecoder> decoder_;
+  std::vector<std::mt19937_64> rngs_;
+  std::vector<std::vector<uint8_t>> fed_;  // what the model saw
+  std::vector<bool> finished_;
+  std::vector<size_t> sent_;  // bytes already streamed
+  std::vector<int32_t> inputs_, prompt_inputs_;
+  std::vector<float> logits_;
+  size_t hold_back_ = 0;
+
+  Clock::time_point start_, last_event_;  // run()'s start: the decoder's set-up is not counted
+  // When the first byte is drawn: reading a long prompt (a clip to continue) takes seconds, and its time
+  // would otherwise make the generation rate look slower than it is.
+  Clock::time_point generation_start_;
+  // The first call also pays for the threads' start and the caches' first pages (tens of ms): the prompt's
+  // rate, and the ETA without a prompt, come from the calls after it, so the first ETA is not an hour.
+  Clock::time_point after_first_step_;
+  int64_t done_ = 0;        // positions stepped through, prompt included
+  int64_t first_done_ = 0;  // done_ after the first call to the decoder (a step, or a prompt's chunk)
+};
+
+}  // namespace
+
+SampleResult sample(models::SparseTransformer& model, const SampleRequest& request, const EventSink& sink,
+                    const std::atomic<bool>* cancel) {
+  return SamplingRun(model, request, sink, cancel).run();
 }
 
 SampleResult regenerate(models::SparseTransformer& model, const std::vector<uint8_t>& previous, int64_t keep,
