@@ -91,105 +91,117 @@ CLI::App* add_sample_command(CLI::App& app, SampleCommandOptions& o) {
   return sample;
 }
 
-int run_sample_command(SampleCommandOptions& o) {
+namespace {
+
+// How the samples began, for the exports' metadata.
+struct SampleOrigin {
+  std::string began = "unconditional";
+  std::optional<int> rows_kept;  // image completion
+};
+
+// The request's settings from the options, checked before the model is loaded: a bad value, or --device
+// cuda on a machine without one, is a usage error (exit 2).
+engine::SampleRequest checked_request(const SampleCommandOptions& o) {
   require_between("--n", o.count, 1, 256);
-  engine::SamplingSettings settings{o.temperature, o.top_k, o.top_p};
-  std::string device;
+  engine::SampleRequest request;
+  request.count = o.count;
+  request.settings = engine::SamplingSettings{o.temperature, o.top_k, o.top_p};
+  request.seed = o.seed;
+  request.half_precision_cache = o.kv_cache == "float16";
   try {
-    settings.validate();
-    // Before the model is loaded: --device cuda on a machine without one is a usage error (exit 2).
-    device = engine::resolve_generation_device(o.device);
+    request.settings.validate();
+    request.device = engine::resolve_generation_device(o.device);
   } catch (const engine::Error& e) {
     throw UsageError(e);
   }
-  const engine::Overwrite overwrite = o.force ? engine::Overwrite::Replace : engine::Overwrite::Refuse;
-  engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
-  bundle.model->eval();
+  return request;
+}
+
+// An image from nothing, or the kept rows of --prompt completed.
+void prepare_image(const SampleCommandOptions& o, const engine::ModelBundle& bundle, engine::SampleRequest& request,
+                   SampleOrigin& origin) {
   const models::ModelConfig& c = bundle.config;
+  require_kind(bundle, models::DataKind::image, "image");
+  request.length = c.context;
+  const int64_t row_bytes = c.image_width * c.image_channels;
+  if (o.keep_rows >= 0 && o.prompt.empty()) throw UsageError("--keep-rows needs --prompt IMAGE");
+  if (!o.prompt.empty()) {
+    if (o.keep_rows < 0) throw UsageError("--prompt needs --keep-rows K (rows of the prompt to keep)");
+    require_between("--keep-rows", o.keep_rows, 0, c.image_height - 1);
+    const std::vector<uint8_t> image = engine::load_image_bytes(
+        o.prompt, engine::ImageShape{static_cast<int>(c.image_height), static_cast<int>(c.image_width),
+                                     static_cast<int>(c.image_channels)});
+    request.prompt.assign(image.begin(), image.begin() + o.keep_rows * row_bytes);
+    origin.began = "image " + file_name(o.prompt);
+    origin.rows_kept = static_cast<int>(o.keep_rows);
+  }
+}
 
-  engine::SampleRequest request;
-  request.count = o.count;
-  request.settings = settings;
-  request.seed = o.seed;
-  request.half_precision_cache = o.kv_cache == "float16";
-  request.device = device;
-  std::string began = "unconditional";  // how the samples began, for the exports' metadata
-  std::optional<int> prompt_rows_kept;
+// --seconds of audio, after --prompt's clip when there is one (its end, when it is longer than the room left).
+void prepare_audio(const SampleCommandOptions& o, const engine::ModelBundle& bundle, engine::SampleRequest& request,
+                   SampleOrigin& origin) {
+  const models::ModelConfig& c = bundle.config;
+  require_kind(bundle, models::DataKind::audio, "audio");
+  if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
+    throw UsageError("--seconds must be a number of seconds above 0 (such as 4 or 2.5)");
+  }
+  const auto generate = static_cast<int64_t>(std::llround(o.seconds * engine::kSampleRate));
+  if (generate < 1) {
+    throw UsageError("--seconds is less than one sample at 12 kHz (1/12000 s)");
+  }
+  if (generate > c.context - 1) {
+    char most[32];
+    // Rounded down, so that the figure shown is itself accepted.
+    std::snprintf(most, sizeof most, "%.2f", std::floor(100.0 * (c.context - 1) / engine::kSampleRate) / 100.0);
+    throw UsageError(std::string("--seconds must be at most ") + most + " with this model (context " +
+                     std::to_string(c.context) + " samples at 12 kHz)");
+  }
+  if (!o.prompt.empty()) {
+    engine::AudioWarnings warnings;
+    std::vector<uint8_t> clip = engine::load_audio_mulaw(o.prompt, {}, &warnings);
+    for (const std::string& warning : warnings.lines) std::fprintf(stderr, "stx sample: warning: %s\n", warning.c_str());
+    const auto room = static_cast<size_t>(c.context - generate);
+    if (clip.size() > room) {
+      std::fprintf(stderr, "stx sample: the prompt clip is longer than the model's context leaves room for; "
+                           "its last %.2f s are used\n", static_cast<double>(room) / engine::kSampleRate);
+      clip.erase(clip.begin(), clip.end() - static_cast<std::ptrdiff_t>(room));
+    }
+    request.prompt = std::move(clip);
+    origin.began = "clip " + file_name(o.prompt);
+  }
+  request.length = static_cast<int64_t>(request.prompt.size()) + generate;
+}
 
-  if (o.kind == "image") {
-    require_kind(bundle, models::DataKind::image, "image");
-    request.length = c.context;
-    const int64_t row_bytes = c.image_width * c.image_channels;
-    if (o.keep_rows >= 0 && o.prompt.empty()) throw UsageError("--keep-rows needs --prompt IMAGE");
-    if (!o.prompt.empty()) {
-      if (o.keep_rows < 0) throw UsageError("--prompt needs --keep-rows K (rows of the prompt to keep)");
-      require_between("--keep-rows", o.keep_rows, 0, c.image_height - 1);
-      const std::vector<uint8_t> image = engine::load_image_bytes(
-          o.prompt, engine::ImageShape{static_cast<int>(c.image_height), static_cast<int>(c.image_width),
-                                       static_cast<int>(c.image_channels)});
-      request.prompt.assign(image.begin(), image.begin() + o.keep_rows * row_bytes);
-      began = "image " + file_name(o.prompt);
-      prompt_rows_kept = static_cast<int>(o.keep_rows);
-    }
-  } else if (o.kind == "audio") {
-    require_kind(bundle, models::DataKind::audio, "audio");
-    if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
-      throw UsageError("--seconds must be a number of seconds above 0 (such as 4 or 2.5)");
-    }
-    const auto generate = static_cast<int64_t>(std::llround(o.seconds * engine::kSampleRate));
-    if (generate < 1) {
-      throw UsageError("--seconds is less than one sample at 12 kHz (1/12000 s)");
-    }
-    if (generate > c.context - 1) {
-      char most[32];
-      // Rounded down, so that the figure shown is itself accepted.
-      std::snprintf(most, sizeof most, "%.2f", std::floor(100.0 * (c.context - 1) / engine::kSampleRate) / 100.0);
-      throw UsageError(std::string("--seconds must be at most ") + most + " with this model (context " +
-                       std::to_string(c.context) + " samples at 12 kHz)");
-    }
-    if (!o.prompt.empty()) {
-      engine::AudioWarnings warnings;
-      std::vector<uint8_t> clip = engine::load_audio_mulaw(o.prompt, {}, &warnings);
-      for (const std::string& warning : warnings.lines) std::fprintf(stderr, "stx sample: warning: %s\n", warning.c_str());
-      const auto room = static_cast<size_t>(c.context - generate);
-      if (clip.size() > room) {
-        std::fprintf(stderr, "stx sample: the prompt clip is longer than the model's context leaves room for; "
-                             "its last %.2f s are used\n", static_cast<double>(room) / engine::kSampleRate);
-        clip.erase(clip.begin(), clip.end() - static_cast<std::ptrdiff_t>(room));
-      }
-      request.prompt = std::move(clip);
-      began = "clip " + file_name(o.prompt);
-    }
-    request.length = static_cast<int64_t>(request.prompt.size()) + generate;
+// Up to --max-bytes after the prompt text, ending early at a --stop string.
+void prepare_text(const SampleCommandOptions& o, const engine::ModelBundle& bundle, engine::SampleRequest& request,
+                  SampleOrigin& origin) {
+  const models::ModelConfig& c = bundle.config;
+  require_kind(bundle, models::DataKind::text, "text");
+  if (!o.prompt_file.empty()) {
+    request.prompt = engine::read_file(o.prompt_file, kMaxPromptFileBytes);
   } else {
-    require_kind(bundle, models::DataKind::text, "text");
-    if (!o.prompt_file.empty()) {
-      request.prompt = engine::read_file(o.prompt_file, kMaxPromptFileBytes);
-    } else {
-      request.prompt.assign(o.prompt.begin(), o.prompt.end());
-    }
-    require_between("--max-bytes", o.max_bytes, 1, c.context - 1);
-    const auto prompt_bytes = static_cast<int64_t>(request.prompt.size());
-    if (prompt_bytes + o.max_bytes > c.context) {
-      throw UsageError("the prompt (" + std::to_string(prompt_bytes) + " bytes) and --max-bytes " +
-                       std::to_string(o.max_bytes) + " exceed the model's context of " + std::to_string(c.context) +
-                       " bytes");
-    }
-    request.length = prompt_bytes + o.max_bytes;
-    request.stop_strings = o.stop;
-    began = std::string(request.prompt.begin(), request.prompt.end());
+    request.prompt.assign(o.prompt.begin(), o.prompt.end());
   }
-  // Every output is checked before generating, so a clash shows now rather than after a long run.
-  for (int i = 1; i <= o.count; ++i) {
-    engine::check_export_target(engine::numbered_path(o.out, i, static_cast<int>(o.count)), overwrite);
+  require_between("--max-bytes", o.max_bytes, 1, c.context - 1);
+  const auto prompt_bytes = static_cast<int64_t>(request.prompt.size());
+  if (prompt_bytes + o.max_bytes > c.context) {
+    throw UsageError("the prompt (" + std::to_string(prompt_bytes) + " bytes) and --max-bytes " +
+                     std::to_string(o.max_bytes) + " exceed the model's context of " + std::to_string(c.context) +
+                     " bytes");
   }
+  request.length = prompt_bytes + o.max_bytes;
+  request.stop_strings = o.stop;
+  origin.began = std::string(request.prompt.begin(), request.prompt.end());
+}
 
+// Generates with a progress bar (text instead streams sample 1 to standard output) until done or `stop`.
+engine::SampleResult generate(const SampleCommandOptions& o, engine::ModelBundle& bundle,
+                              const engine::SampleRequest& request, const std::atomic<bool>& stop) {
   // Text streams sample 1 to standard output as it comes; the bar would garble it, so text shows none.
   const bool stream_text = o.kind == "text";
   ProgressPrinter printer(o.quiet || stream_text);
   if (stream_text && !o.quiet) std::fwrite(request.prompt.data(), 1, request.prompt.size(), stdout);
-  const StopOnInterrupt stop("\nstx sample: stopping; what was generated will be written (Ctrl-C again to quit now)\n");
-  const engine::SampleResult result = engine::sample(
+  engine::SampleResult result = engine::sample(
       bundle.model, request,
       [&](const engine::Event& e) {
         if (const auto* b = std::get_if<engine::SampleBytes>(&e); b && stream_text && b->sample == 0 && !o.quiet) {
@@ -203,20 +215,18 @@ int run_sample_command(SampleCommandOptions& o) {
         }
         printer(e);
       },
-      &stop.flag());
+      &stop);
   printer(engine::JobEnded{});
   if (stream_text && !o.quiet) std::fputc('\n', stdout);
+  return result;
+}
 
-  // Stopped while the prompt was read, nothing was generated: no file would hold more than the prompt.
-  if (result.cancelled && !request.prompt.empty() && result.generated_bytes == 0 &&
-      result.prompt_seconds >= result.seconds) {
-    std::fprintf(
-        stderr,
-        "stopped after %.1f s while reading the %zu-byte prompt: nothing generated, no file written\n",
-        result.seconds, request.prompt.size());
-    return kExitInterrupted;
-  }
-
+// Writes every sample (out, or out-1, out-2...); a file that fails names the ones already written, which stay.
+void write_samples(const SampleCommandOptions& o, const engine::ModelBundle& bundle,
+                   const engine::SampleRequest& request, const engine::SampleResult& result,
+                   const SampleOrigin& origin) {
+  const models::ModelConfig& c = bundle.config;
+  const engine::Overwrite overwrite = o.force ? engine::Overwrite::Replace : engine::Overwrite::Refuse;
   std::vector<std::string> written;
   for (int64_t k = 0; k < o.count; ++k) {
     const std::filesystem::path path = engine::numbered_path(o.out, static_cast<int>(k + 1), static_cast<int>(o.count));
@@ -224,8 +234,8 @@ int run_sample_command(SampleCommandOptions& o) {
     engine::ExportInfo info = engine::sample_export_info(c.name, bundle.weights_hash, request.settings,
                                                          request.half_precision_cache, result.seed,
                                                          static_cast<int>(k), static_cast<int>(o.count));
-    info.prompt = began;
-    info.prompt_rows_kept = prompt_rows_kept;
+    info.prompt = origin.began;
+    info.prompt_rows_kept = origin.rows_kept;
     try {
       if (o.kind == "image") {
         std::vector<uint8_t> pixels(static_cast<size_t>(c.context), 0);  // a stopped sample: the rest stays black
@@ -258,6 +268,10 @@ int run_sample_command(SampleCommandOptions& o) {
       std::fprintf(stderr, "wrote %s and %lld more\n", first.c_str(), static_cast<long long>(o.count - 1));
     }
   }
+}
+
+// The last line: bytes, time and rate of the generation itself, the prompt's reading told apart, the seed.
+void print_summary(const engine::SampleRequest& request, const engine::SampleResult& result) {
   // A prompt is read before the first byte is drawn; its time is told apart, so that the rate is the
   // generation's.
   std::string after_prompt;
@@ -271,6 +285,41 @@ int run_sample_command(SampleCommandOptions& o) {
                result.cancelled ? "stopped: " : "", static_cast<long long>(result.generated_bytes),
                result.seconds - result.prompt_seconds, result.tokens_per_second, after_prompt.c_str(),
                static_cast<unsigned long long>(result.seed), result.device.c_str());
+}
+
+}  // namespace
+
+int run_sample_command(SampleCommandOptions& o) {
+  engine::SampleRequest request = checked_request(o);
+  engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
+  bundle.model->eval();
+  SampleOrigin origin;
+  if (o.kind == "image") {
+    prepare_image(o, bundle, request, origin);
+  } else if (o.kind == "audio") {
+    prepare_audio(o, bundle, request, origin);
+  } else {
+    prepare_text(o, bundle, request, origin);
+  }
+  // Every output is checked before generating, so a clash shows now rather than after a long run.
+  const engine::Overwrite overwrite = o.force ? engine::Overwrite::Replace : engine::Overwrite::Refuse;
+  for (int i = 1; i <= o.count; ++i) {
+    engine::check_export_target(engine::numbered_path(o.out, i, static_cast<int>(o.count)), overwrite);
+  }
+  // Until the files are written: a Ctrl-C while they are stops nothing half-way.
+  const StopOnInterrupt stop("\nstx sample: stopping; what was generated will be written (Ctrl-C again to quit now)\n");
+  const engine::SampleResult result = generate(o, bundle, request, stop.flag());
+  // Stopped while the prompt was read, nothing was generated: no file would hold more than the prompt.
+  if (result.cancelled && !request.prompt.empty() && result.generated_bytes == 0 &&
+      result.prompt_seconds >= result.seconds) {
+    std::fprintf(
+        stderr,
+        "stopped after %.1f s while reading the %zu-byte prompt: nothing generated, no file written\n",
+        result.seconds, request.prompt.size());
+    return kExitInterrupted;
+  }
+  write_samples(o, bundle, request, result, origin);
+  print_summary(request, result);
   return result.cancelled ? kExitInterrupted : 0;
 }
 
