@@ -1,7 +1,8 @@
 // The naive reference for sparse causal attention, in double precision. Test-only.
 //
 // It masks a dense computation with stx::kernels::attends(p, i, j), so it shares nothing with the
-// block layouts or the fused kernels that it checks. Plain loops, one head at a time.
+// block layouts or the fused kernels that it checks. Plain loops over rows, which threads share out
+// (OpenMP) on the larger cases.
 //
 // All tensors here are contiguous row-major doubles:
 //   q, k, v, out, dout, dq, dk, dv: [batch, heads, seq_len, head_dim]

@@ -1,301 +1,207 @@
-// Incremental decoding: attention_decode at every position of a sequence, with a KV cache larger than the
-// sequence and filled one position at a time, equals the matching row of the full forward (out and lse).
+// Incremental decoding on every backend: attention_decode at a position, with a KV cache larger than the
+// sequence and filled one position at a time, equals the matching row of the double reference and of the
+// full forward on the same backend (out and lse).
 #include <gtest/gtest.h>
 
-#include <functional>
-#include <limits>
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "attention_cases.h"
+#include "backend.h"
 #include "reference.h"
 #include "stx/kernels/attention.h"
-#include "stx/kernels/error.h"
 #include "stx/kernels/layout.h"
 #include "test_util.h"
 
+namespace stx::test {
 namespace {
 
 using namespace stx::kernels;
-using stx::test::error_message;
-using stx::test::KernelCase;
-using stx::test::make_case;
-using stx::test::mentions;
-using stx::test::Storage;
-using stx::test::Tensor;
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kSentinel = 12345.0f;
 constexpr int64_t kSpareCapacity = 29;  // cache slots past the sequence end
 
-std::vector<KernelCase> decode_cases() {
-  const Combination merged = Combination::merged, inter = Combination::interleaved,
-                    multi = Combination::multihead;
-  return {
-      make_case(150, 64, 2, 3, Pattern::dense, 0, 0, merged, 0, 16),
-      make_case(150, 64, 2, 3, Pattern::strided, 37, 0, merged, 0, 16),
-      make_case(150, 64, 2, 3, Pattern::strided, 37, 0, inter, 0, 16),
-      make_case(150, 64, 2, 3, Pattern::strided, 37, 0, inter, 1, 16),
-      make_case(150, 32, 2, 4, Pattern::strided, 37, 0, multi, 0, 16),
-      make_case(150, 64, 2, 3, Pattern::fixed, 37, 5, merged, 0, 16),
-      make_case(150, 64, 2, 3, Pattern::fixed, 37, 5, inter, 0, 16),
-      make_case(150, 64, 2, 3, Pattern::fixed, 37, 5, inter, 1, 16),
-      make_case(150, 32, 2, 4, Pattern::fixed, 37, 5, multi, 0, 16),
-      // the audio models' head size: 6 vectors kept in registers with AVX2, 3 with AVX-512, 12 (the general
-      // path) with the portable build; and 5 vectors with AVX2, not whole vectors with AVX-512
-      make_case(150, 48, 2, 3, Pattern::strided, 37, 0, merged, 0, 16),
-      make_case(150, 40, 2, 3, Pattern::fixed, 37, 5, merged, 0, 16),
-      // the cache stored [B, capacity, H, D + 8], read through strides
-      make_case(300, 128, 1, 2, Pattern::fixed, 100, 12, merged, 0, 32, Storage::seq_major),
-      make_case(300, 32, 2, 2, Pattern::strided, 17, 0, multi, 0, 64, Storage::seq_major),
-      make_case(5, 128, 1, 2, Pattern::fixed, 6, 2, inter, 1, 16),
-  };
-}
+// What one backend decoded at the positions: out [B, H, P, D], lse [B, H, P], and out at the last position
+// again without lse [B, H, D].
+struct Decoded {
+  std::vector<double> out, lse, last_out_without_lse;
+};
 
-class Decode : public ::testing::TestWithParam<KernelCase> {};
-
-TEST_P(Decode, EveryPositionEqualsTheFullForwardRow) {
-  // given random q, k, v of the whole sequence and the reference forward
-  const KernelCase& kc = GetParam();
+// Decodes `positions` (ascending) of the case on one backend. Cache slots not yet written hold NaN, so
+// reading past the query's position (or past the sequence end) would poison the result.
+void decode_positions(const Backend& backend, const AttentionCase& kc, DType dtype, const Tensor& q,
+                      const Tensor& k, const Tensor& v, const std::vector<int64_t>& positions,
+                      Decoded& decoded) {
   const int64_t B = kc.batch, H = kc.heads, T = kc.seq_len, D = kc.head_dim, capacity = T + kSpareCapacity;
+  const int64_t P = static_cast<int64_t>(positions.size());
   const std::vector<HeadPattern> patterns = kc.patterns();
-  const auto layout = cached_layout(T, kc.block, patterns);
-  std::mt19937 rng = stx::test::case_rng(kc, 3);
-  Tensor q(B, H, T, D, kc.storage, kNaN), k(B, H, T, D, kc.storage, kNaN), v(B, H, T, D, kc.storage, kNaN);
-  q.fill_normal(rng);
-  k.fill_normal(rng);
-  v.fill_normal(rng);
-  std::vector<double> ref_out, ref_lse;
-  stx::test::reference_forward(patterns, {B, H, T, D, kc.scale}, q.to_double(), k.to_double(), v.to_double(),
-                               ref_out, ref_lse);
-
-  for (CpuIsa isa : stx::test::supported_cpu_isas()) {
-    SCOPED_TRACE(std::string("cpu path ") + to_string(isa));
-    stx::test::ForcedCpuIsa forced(isa);
-    // and the kernel's full forward on this path
-    Tensor full_out(B, H, T, D, Storage::contiguous, kNaN);
-    std::vector<float> full_lse(static_cast<size_t>(B * H * T), kNaN);
-    ForwardParams fp;
-    fp.q = q.data();
-    fp.k = k.data();
-    fp.v = v.data();
-    fp.out = full_out.data();
-    fp.lse = full_lse.data();
-    fp.q_stride = q.strides();
-    fp.k_stride = k.strides();
-    fp.v_stride = v.strides();
-    fp.out_stride = full_out.strides();
-    fp.batch = B;
-    fp.heads = H;
-    fp.seq_len = T;
-    fp.head_dim = D;
-    fp.scale = kc.scale;
-    fp.layout = layout.get();
-    ASSERT_NO_THROW(attention_forward(fp));
-
-    // when decoding position after position; cache slots not yet written hold NaN, so reading past the
-    // query's position (or past the sequence end) would poison the result
-    Tensor k_cache(B, H, capacity, D, kc.storage, kNaN), v_cache(B, H, capacity, D, kc.storage, kNaN);
-    k_cache.fill(kNaN);
-    v_cache.fill(kNaN);
-    // out is [B, H, D] with 8 padding floats after each head's row; lse is [B, H]
-    const int64_t row = D + stx::test::kPadding;
-    std::vector<float> out(static_cast<size_t>(B * H * row), kSentinel);
-    std::vector<float> lse(static_cast<size_t>(B * H));
-    std::vector<double> decode_out(static_cast<size_t>(B * H * T * D)),
-        decode_lse(static_cast<size_t>(B * H * T));
-    DecodeParams p;
-    p.k_cache = k_cache.data();
-    p.v_cache = v_cache.data();
-    p.out = out.data();
-    p.lse = lse.data();
-    p.q_stride = {q.strides().batch, q.strides().head, 0};
-    p.k_stride = k_cache.strides();
-    p.v_stride = v_cache.strides();
-    p.out_stride = {H * row, row, 0};
-    p.batch = B;
-    p.heads = H;
-    p.head_dim = D;
-    p.capacity = capacity;
-    p.scale = kc.scale;
-    p.patterns = patterns.data();
-    for (int64_t i = 0; i < T; ++i) {
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t x = 0; x < D; ++x) {
-            k_cache.at(b, h, i, x) = k.at(b, h, i, x);
-            v_cache.at(b, h, i, x) = v.at(b, h, i, x);
-          }
-      for (int64_t e = 0; e < B * H; ++e) {
-        lse[e] = kNaN;
-        for (int64_t x = 0; x < D; ++x) out[e * row + x] = kNaN;
-      }
-      p.q = q.data() + q.index(0, 0, i, 0);  // row i of every (b, h), read through q's strides
-      p.position = i;
-      ASSERT_NO_THROW(attention_decode(p)) << "position " << i;
+  BackendTensor held_q(backend, q, dtype);
+  Tensor empty_cache(B, H, capacity, D, kc.storage, kNaN);
+  empty_cache.fill(kNaN);
+  BackendTensor k_cache(backend, empty_cache, dtype), v_cache(backend, empty_cache, dtype);
+  // out is [B, H, D] with 8 padding floats after each head's row; lse is [B, H]
+  const int64_t row = D + kPadding;
+  std::vector<float> unwritten_out(static_cast<size_t>(B * H * row), kSentinel);
+  for (int64_t bh = 0; bh < B * H; ++bh) std::fill_n(unwritten_out.begin() + bh * row, D, kNaN);
+  const std::vector<float> unwritten_lse(static_cast<size_t>(B * H), kNaN);
+  const auto out = backend.upload(unwritten_out, dtype);
+  const auto lse = backend.upload(unwritten_lse, DType::f32);
+  DecodeParams p;
+  p.k_cache = k_cache.data();
+  p.v_cache = v_cache.data();
+  p.out = out->data();
+  p.lse = static_cast<float*>(lse->data());
+  p.q_stride = {held_q.strides().batch, held_q.strides().head, 0};
+  p.k_stride = k_cache.strides();
+  p.v_stride = v_cache.strides();
+  p.out_stride = {H * row, row, 0};
+  p.batch = B;
+  p.heads = H;
+  p.head_dim = D;
+  p.capacity = capacity;
+  p.scale = kc.scale;
+  p.dtype = p.cache_dtype = dtype;
+  p.patterns = patterns.data();
+  decoded.out.assign(static_cast<size_t>(B * H * P * D), 0.0);
+  decoded.lse.assign(static_cast<size_t>(B * H * P), 0.0);
+  int64_t cached = 0;  // positions [0, cached) are in the caches
+  for (int64_t e = 0; e < P; ++e) {
+    const int64_t i = positions[e];
+    for (; cached <= i; ++cached)
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < H; ++h) {
-          const int64_t e = b * H + h;
-          decode_lse[e * T + i] = lse[e];
-          for (int64_t x = 0; x < D; ++x) decode_out[(e * T + i) * D + x] = out[e * row + x];
-          for (int64_t x = D; x < row; ++x) ASSERT_EQ(out[e * row + x], kSentinel) << "out padding written";
+          k_cache.buffer->write(k_cache.host.index(b, h, cached, 0), k.data() + k.index(b, h, cached, 0), D);
+          v_cache.buffer->write(v_cache.host.index(b, h, cached, 0), v.data() + v.index(b, h, cached, 0), D);
         }
-    }
-    // then every decoded row equals the full forward's row, and the reference's
-    EXPECT_TRUE(stx::test::matches_reference("decode out vs forward", decode_out, full_out.to_double(),
-                                             {B, H, T, D}));
-    EXPECT_TRUE(stx::test::matches_reference("decode lse vs forward", decode_lse,
-                                             stx::test::to_double(full_lse), {B, H, T}));
-    EXPECT_TRUE(stx::test::matches_reference("decode out vs reference", decode_out, ref_out, {B, H, T, D}));
-    EXPECT_TRUE(stx::test::matches_reference("decode lse vs reference", decode_lse, ref_lse, {B, H, T}));
-
-    // lse is optional: without it, out is the same
-    p.lse = nullptr;
-    ASSERT_NO_THROW(attention_decode(p));
-    std::vector<double> last(static_cast<size_t>(B * H * D)), last_ref(static_cast<size_t>(B * H * D));
-    for (int64_t e = 0; e < B * H; ++e)
-      for (int64_t x = 0; x < D; ++x) {
-        last[e * D + x] = out[e * row + x];
-        last_ref[e * D + x] = decode_out[(e * T + T - 1) * D + x];
-      }
-    EXPECT_TRUE(stx::test::matches_reference("decode out without lse", last, last_ref, {B, H, D}));
-  }
-  EXPECT_EQ(active_cpu_isa(), best_cpu_isa());
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, Decode, ::testing::ValuesIn(decode_cases()), stx::test::case_name);
-
-// ---- bad input ------------------------------------------------------------------------------------
-
-TEST(DecodeErrors, BadInputThrowsNamingTheProblem) {
-  constexpr int64_t B = 1, H = 2, D = 32, capacity = 20;
-  std::vector<float> q(B * H * D, 0.5f), out(B * H * D, 0.0f), lse(B * H, 0.0f);
-  std::vector<float> cache(B * H * capacity * D, 0.5f);
-  const std::vector<HeadPattern> patterns = layer_patterns(Pattern::strided, 5, 0, H, Combination::multihead);
-  const std::vector<HeadPattern> bad_patterns = {HeadPattern::fixed(6, 2), HeadPattern::fixed(6, 7)};
-  DecodeParams valid;
-  valid.q = q.data();
-  valid.k_cache = valid.v_cache = cache.data();
-  valid.out = out.data();
-  valid.lse = lse.data();
-  valid.q_stride = valid.out_stride = {H * D, D, 0};
-  valid.k_stride = valid.v_stride = Strides::contiguous(H, capacity, D);
-  valid.batch = B;
-  valid.heads = H;
-  valid.head_dim = D;
-  valid.capacity = capacity;
-  valid.position = capacity - 1;
-  valid.patterns = patterns.data();
-  ASSERT_NO_THROW(attention_decode(valid));
-  EXPECT_NEAR(out[0], 0.5f, 1e-6);
-
-  auto call = [&](const std::function<void(DecodeParams&)>& breaks) {
-    DecodeParams p = valid;
-    breaks(p);
-    return error_message([&] { attention_decode(p); });
-  };
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.position = capacity; }), {"position", "20"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.position = -1; }), {"position", "-1"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.capacity = 0; }), {"capacity"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.patterns = nullptr; }), {"pattern"}));
-  EXPECT_TRUE(mentions(call([&](DecodeParams& p) { p.patterns = bad_patterns.data(); }), {"c = 7"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.head_dim = 0; }), {"head_dim", "got 0"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.head_dim = 300; }), {"300"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.heads = 0; }), {"heads"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.q = nullptr; }), {"q is null"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.k_cache = nullptr; }), {"k_cache is null"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.v_cache = nullptr; }), {"v_cache is null"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.out = nullptr; }), {"out is null"}));
-  EXPECT_TRUE(mentions(call([](DecodeParams& p) { p.dtype = DType::f16; }), {"float16"}));
-}
-
-}  // namespace
-
-namespace {
-
-// The column-ordered cache (DecodeParams::cache_columns) holds the same keys in another row order: decoding
-// must give bit-identical results at every position, whatever the pattern, with a capacity that is not a
-// multiple of the column count; and with the window of the last L keys, which must then be read from it.
-TEST(DecodeColumnOrder, EqualsNaturalOrderAtEveryPosition) {
-  const int64_t B = 2, H = 3, D = 32, T = 120, capacity = 131;
-  std::mt19937 rng(21);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const int64_t columns : {int64_t{7}, int64_t{16}}) {
-    const int64_t rows = cache_rows(capacity, columns);
-    ASSERT_GE(rows, capacity);
-    std::vector<float> k(static_cast<size_t>(B * H * capacity * D)), v(k.size()), q(static_cast<size_t>(B * H * D));
-    std::vector<float> k_columns(static_cast<size_t>(B * H * rows * D), kNaN), v_columns(k_columns.size(), kNaN);
-    for (float& x : k) x = normal(rng);
-    for (float& x : v) x = normal(rng);
-    for (float& x : q) x = normal(rng);
+    out->write(0, unwritten_out.data(), out->elements());
+    lse->write(0, unwritten_lse.data(), lse->elements());
+    p.q = held_q.buffer->element(q.index(0, 0, i, 0));  // row i of every (b, h), read through q's strides
+    p.position = i;
+    ASSERT_NO_THROW(backend.decode(p)) << "position " << i;
+    const std::vector<float> got_out = out->read(), got_lse = lse->read();
     for (int64_t bh = 0; bh < B * H; ++bh) {
-      for (int64_t j = 0; j < capacity; ++j) {
-        const int64_t row = cache_row(j, columns, capacity);
-        ASSERT_LT(row, rows);
-        for (int64_t d = 0; d < D; ++d) {
-          k_columns[(bh * rows + row) * D + d] = k[(bh * capacity + j) * D + d];
-          v_columns[(bh * rows + row) * D + d] = v[(bh * capacity + j) * D + d];
-        }
-      }
+      decoded.lse[bh * P + e] = got_lse[bh];
+      for (int64_t x = 0; x < D; ++x) decoded.out[(bh * P + e) * D + x] = got_out[bh * row + x];
+      for (int64_t x = D; x < row; ++x) ASSERT_EQ(got_out[bh * row + x], kSentinel) << "out padding written";
     }
-    for (const Pattern pattern : {Pattern::strided, Pattern::fixed, Pattern::dense}) {
-      const auto patterns = layer_patterns(pattern, columns, 2, static_cast<int>(H), Combination::merged);
-      for (int64_t i = 0; i < T; ++i) {
-        std::vector<float> natural(q.size()), ordered(q.size()), lse_natural(B * H), lse_ordered(B * H);
-        DecodeParams p;
-        p.q = q.data();
-        p.q_stride = Strides{H * D, D, 0};
-        p.out_stride = Strides{H * D, D, 0};
-        p.batch = B;
-        p.heads = H;
-        p.head_dim = D;
-        p.capacity = capacity;
-        p.position = i;
-        p.patterns = patterns.data();
-        p.k_cache = k.data();
-        p.v_cache = v.data();
-        p.k_stride = p.v_stride = Strides::contiguous(H, capacity, D);
-        p.out = natural.data();
-        p.lse = lse_natural.data();
-        attention_decode(p);
-        p.k_cache = k_columns.data();
-        p.v_cache = v_columns.data();
-        p.k_stride = p.v_stride = Strides::contiguous(H, rows, D);
-        p.cache_columns = columns;
-        p.out = ordered.data();
-        p.lse = lse_ordered.data();
-        attention_decode(p);
-        ASSERT_EQ(natural, ordered) << to_string(pattern) << " columns " << columns << " position " << i;
-        ASSERT_EQ(lse_natural, lse_ordered);
-        // With the window of the last `columns` positions (row j mod columns), NaN everywhere else.
-        std::vector<float> k_window(static_cast<size_t>(B * H * columns * D), kNaN), v_window(k_window.size(), kNaN);
-        for (int64_t bh = 0; bh < B * H; ++bh) {
-          for (int64_t j = std::max<int64_t>(0, i - columns + 1); j <= i; ++j) {
-            for (int64_t d = 0; d < D; ++d) {
-              k_window[(bh * columns + j % columns) * D + d] = k[(bh * capacity + j) * D + d];
-              v_window[(bh * columns + j % columns) * D + d] = v[(bh * capacity + j) * D + d];
-            }
-          }
-          // Blank the band in the column cache: it must be read from the window.
-          for (int64_t j = std::max<int64_t>(0, i - columns + 1); j <= i; ++j) {
-            const int64_t row = cache_row(j, columns, capacity);
-            for (int64_t d = 0; d < D; ++d) k_columns[(bh * rows + row) * D + d] = kNaN;
-          }
-        }
-        p.k_window = k_window.data();
-        p.v_window = v_window.data();
-        p.k_window_stride = p.v_window_stride = Strides::contiguous(H, columns, D);
-        attention_decode(p);
-        ASSERT_EQ(natural, ordered) << "with a window: " << to_string(pattern) << " position " << i;
-        ASSERT_EQ(lse_natural, lse_ordered);
-        for (int64_t bh = 0; bh < B * H; ++bh) {  // restore the band for the next position
-          for (int64_t j = std::max<int64_t>(0, i - columns + 1); j <= i; ++j) {
-            const int64_t row = cache_row(j, columns, capacity);
-            for (int64_t d = 0; d < D; ++d) k_columns[(bh * rows + row) * D + d] = k[(bh * capacity + j) * D + d];
-          }
-        }
-      }
+  }
+  // lse is optional: decode the last position again without it
+  p.lse = nullptr;
+  out->write(0, unwritten_out.data(), out->elements());
+  ASSERT_NO_THROW(backend.decode(p));
+  const std::vector<float> got_out = out->read();
+  decoded.last_out_without_lse.resize(static_cast<size_t>(B * H * D));
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t x = 0; x < D; ++x) decoded.last_out_without_lse[bh * D + x] = got_out[bh * row + x];
+}
+
+// The backend's full forward at the positions: out [B, H, P, D], lse [B, H, P].
+void forward_rows(const Backend& backend, const AttentionCase& kc, DType dtype, const Tensor& q,
+                  const Tensor& k, const Tensor& v, const std::vector<int64_t>& positions,
+                  std::vector<double>& out_rows, std::vector<double>& lse_rows) {
+  const int64_t B = kc.batch, H = kc.heads, T = kc.seq_len, D = kc.head_dim;
+  const int64_t P = static_cast<int64_t>(positions.size());
+  BackendTensor held_q(backend, q, dtype), held_k(backend, k, dtype), held_v(backend, v, dtype),
+      out(backend, Tensor(B, H, T, D, Storage::contiguous, kNaN), dtype);
+  const auto lse = backend.upload(std::vector<float>(static_cast<size_t>(B * H * T), kNaN), DType::f32);
+  ASSERT_NO_THROW(run_forward(backend, kc, dtype, *cached_layout(T, kc.block, kc.patterns()), held_q, held_k,
+                              held_v, out, *lse));
+  out.read_back();
+  const std::vector<float> lse_values = lse->read();
+  out_rows.resize(static_cast<size_t>(B * H * P * D));
+  lse_rows.resize(static_cast<size_t>(B * H * P));
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t e = 0; e < P; ++e) {
+      lse_rows[bh * P + e] = lse_values[bh * T + positions[e]];
+      for (int64_t x = 0; x < D; ++x)
+        out_rows[(bh * P + e) * D + x] = out.host.at(bh / H, bh % H, positions[e], x);
     }
+}
+
+// Decodes the positions on every backend and checks each decoded row against the reference's row and,
+// with compare_with_forward, against the same backend's full forward.
+void expect_decode_matches(const CaseInDtype& param, const std::vector<const Backend*>& backends,
+                           const std::vector<int64_t>& positions, bool compare_with_forward) {
+  // given random q, k, v of the whole sequence in the dtype
+  const AttentionCase& kc = param.shape;
+  const DType dtype = param.dtype;
+  const int64_t B = kc.batch, H = kc.heads, T = kc.seq_len, D = kc.head_dim;
+  const int64_t P = static_cast<int64_t>(positions.size());
+  const std::vector<HeadPattern> patterns = kc.patterns();
+  std::mt19937 rng = case_rng(kc, 3);
+  auto random_input = [&] {
+    Tensor t(B, H, T, D, kc.storage, kNaN);
+    t.fill_normal(rng);
+    return as_held_by(*backends.back(), t, dtype);
+  };
+  const Tensor q = random_input(), k = random_input(), v = random_input();
+
+  // and the reference's rows at the positions, [B, H, P, D] and [B, H, P]
+  const std::vector<double> qd = q.to_double(), kd = k.to_double(), vd = v.to_double();
+  const double scale = ReferenceShape{B, H, T, D, kc.scale}.resolved_scale();
+  std::vector<double> ref_out(static_cast<size_t>(B * H * P * D)), ref_lse(static_cast<size_t>(B * H * P));
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t e = 0; e < P; ++e) {
+      const size_t head = static_cast<size_t>(bh * T * D);
+      ref_lse[bh * P + e] = reference_forward_row(patterns[bh % H], positions[e], D, scale, &qd[head],
+                                                  &kd[head], &vd[head], &ref_out[(bh * P + e) * D]);
+    }
+
+  for (const Backend* backend : backends) {
+    SCOPED_TRACE(backend->name());
+    // when decoding position after position
+    Decoded decoded;
+    decode_positions(*backend, kc, dtype, q, k, v, positions, decoded);
+    if (::testing::Test::HasFatalFailure()) return;
+
+    // then every decoded row equals the reference's, and the full forward's row
+    const Tolerances tol = backend->tolerances(dtype);
+    EXPECT_TRUE(matches_reference("decode out vs reference", decoded.out, ref_out, {B, H, P, D}, tol.values));
+    EXPECT_TRUE(matches_reference("decode lse vs reference", decoded.lse, ref_lse, {B, H, P}, tol.lse));
+    if (compare_with_forward) {
+      std::vector<double> forward_out, forward_lse;
+      forward_rows(*backend, kc, dtype, q, k, v, positions, forward_out, forward_lse);
+      if (::testing::Test::HasFatalFailure()) return;
+      EXPECT_TRUE(
+          matches_reference("decode out vs forward", decoded.out, forward_out, {B, H, P, D}, tol.values));
+      EXPECT_TRUE(matches_reference("decode lse vs forward", decoded.lse, forward_lse, {B, H, P}, tol.lse));
+    }
+    // and lse is optional: without it, out is the same
+    std::vector<double> last_with_lse(static_cast<size_t>(B * H * D));
+    for (int64_t bh = 0; bh < B * H; ++bh)
+      for (int64_t x = 0; x < D; ++x) last_with_lse[bh * D + x] = decoded.out[(bh * P + P - 1) * D + x];
+    EXPECT_TRUE(matches_reference("decode out without lse", decoded.last_out_without_lse, last_with_lse,
+                                  {B, H, D}, tol.values));
   }
 }
 
+// The decode cases, at every position of the sequence: decoding gives what the forward gives.
+class DecodeEveryPosition : public CaseTest {};
+
+TEST_P(DecodeEveryPosition, MatchesForwardAndReference) {
+  std::vector<int64_t> positions(static_cast<size_t>(GetParam().shape.seq_len));
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int64_t>(i);
+  expect_decode_matches(GetParam(), backends(), positions, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, DecodeEveryPosition, ::testing::ValuesIn(in_every_dtype(decode_cases())),
+                         case_in_dtype_name);
+
+// The forward cases, at the first, second, middle and last position: their sizes reach 4097, where decoding
+// every position would cost a full reference forward.
+class DecodeFourPositions : public CaseTest {};
+
+TEST_P(DecodeFourPositions, MatchesReference) {
+  const int64_t n = GetParam().shape.seq_len;
+  std::vector<int64_t> positions = {0, std::min<int64_t>(1, n - 1), n / 2, n - 1};
+  std::sort(positions.begin(), positions.end());
+  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  expect_decode_matches(GetParam(), backends(), positions, false);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, DecodeFourPositions, ::testing::ValuesIn(in_every_dtype(attention_cases())),
+                         case_in_dtype_name);
+
 }  // namespace
+}  // namespace stx::test

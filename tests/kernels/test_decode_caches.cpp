@@ -1,6 +1,9 @@
-// Half-precision KV caches (DecodeParams::cache_dtype = f16): the conversions round to nearest even on every
-// CPU path, and decoding from half caches gives exactly what decoding from float caches holding the same
-// rounded values gives, at every position, for each pattern, head size and cache order.
+// The CPU decode's other cache forms, against natural-order float caches:
+// - half-precision caches (DecodeParams::cache_dtype = f16): the conversions round to nearest even on every
+//   CPU path, and decoding from half caches gives exactly what decoding from float caches holding the same
+//   rounded values gives, at every position, for each pattern, head size and cache order;
+// - column-ordered caches (DecodeParams::cache_columns), with and without the window of the last L keys:
+//   bit-identical results at every position.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +22,8 @@
 namespace {
 
 using namespace stx::kernels;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // The value of half bits h, exactly, computed in double from the definition (not by the code under test).
 double half_value(uint16_t h) {
@@ -92,9 +97,10 @@ TEST(HalfConversion, RoundsToNearestEvenAndSaturatesOnEveryPath) {
     want.push_back(static_cast<uint16_t>(want[i] | 0x8000));
   }
   // beyond the range: saturate; tiny: zero of the same sign
-  const float specials[] = {65504.0f, 65519.0f, 65520.0f, 1e6f, std::numeric_limits<float>::max(), -1e6f,
-                            1e-9f, -1e-9f, 0.0f, -0.0f};
-  const uint16_t special_bits[] = {0x7bff, 0x7bff, 0x7bff, 0x7bff, 0x7bff, 0xfbff, 0x0000, 0x8000, 0x0000, 0x8000};
+  const float specials[] = {65504.0f, 65519.0f, 65520.0f, 1e6f, std::numeric_limits<float>::max(),
+                            -1e6f,    1e-9f,    -1e-9f,   0.0f, -0.0f};
+  const uint16_t special_bits[] = {0x7bff, 0x7bff, 0x7bff, 0x7bff, 0x7bff,
+                                   0xfbff, 0x0000, 0x8000, 0x0000, 0x8000};
   for (size_t i = 0; i < std::size(specials); ++i) {
     inputs.push_back(specials[i]);
     want.push_back(special_bits[i]);
@@ -127,8 +133,8 @@ struct HalfCase {
 };
 
 std::string name(const HalfCase& c) {
-  return std::string(to_string(c.pattern)) + " D=" + std::to_string(c.head_dim) + " columns=" +
-         std::to_string(c.columns);
+  return std::string(to_string(c.pattern)) + " D=" + std::to_string(c.head_dim) +
+         " columns=" + std::to_string(c.columns);
 }
 
 // Decodes every position of a 2 x 3-head sequence twice, from float caches and from half caches holding the
@@ -140,7 +146,8 @@ void expect_half_equals_float_on_rounded_values(const HalfCase& c) {
   const int64_t rows = cache_rows(capacity, L);
   std::mt19937 rng(static_cast<uint32_t>(D * 31 + L));
   std::normal_distribution<float> normal(0.0f, 1.5f);
-  std::vector<float> q(static_cast<size_t>(T * B * H * D)), k(static_cast<size_t>(B * H * capacity * D)), v(k.size());
+  std::vector<float> q(static_cast<size_t>(T * B * H * D)), k(static_cast<size_t>(B * H * capacity * D)),
+      v(k.size());
   for (float& x : q) x = normal(rng);
   for (float& x : k) x = normal(rng);
   for (float& x : v) x = normal(rng);
@@ -157,16 +164,9 @@ void expect_half_equals_float_on_rounded_values(const HalfCase& c) {
   }
   const std::vector<HeadPattern> patterns =
       layer_patterns(c.pattern, 37, 5, static_cast<int>(H), Combination::merged);
-  DecodeParams p;
-  p.q_stride = p.out_stride = Strides{H * D, D, 0};
-  p.k_stride = p.v_stride = Strides::contiguous(H, rows, D);
+  DecodeParams p = stx::test::contiguous_decode(B, H, D, capacity, rows, patterns);
   p.k_window_stride = p.v_window_stride = Strides::contiguous(H, std::max<int64_t>(L, 1), D);
-  p.batch = B;
-  p.heads = H;
-  p.head_dim = D;
-  p.capacity = capacity;
   p.cache_columns = L;
-  p.patterns = patterns.data();
   std::vector<float> out_f(static_cast<size_t>(B * H * D)), out_h(out_f.size()), lse_f(B * H), lse_h(B * H);
   std::vector<float> out_exact(out_f.size());
   double worst = 0;
@@ -215,7 +215,8 @@ void expect_half_equals_float_on_rounded_values(const HalfCase& c) {
     exact.out = out_exact.data();
     exact.lse = nullptr;
     attention_decode(exact);
-    for (size_t e = 0; e < out_exact.size(); ++e) worst = std::max(worst, double(std::fabs(out_exact[e] - out_h[e])));
+    for (size_t e = 0; e < out_exact.size(); ++e)
+      worst = std::max(worst, double(std::fabs(out_exact[e] - out_h[e])));
   }
   EXPECT_LT(worst, 2e-2) << "half caches drifted from the float values";  // |v| ~ 1.5, scores ~ sqrt(D)
   EXPECT_GT(worst, 0.0) << "the half path read float values: rounding left no trace";
@@ -223,9 +224,9 @@ void expect_half_equals_float_on_rounded_values(const HalfCase& c) {
 
 TEST(DecodeHalfCache, EqualsFloatCacheOfTheRoundedValuesOnEveryPath) {
   const HalfCase cases[] = {
-      {Pattern::strided, 64, 0}, {Pattern::fixed, 64, 0},   {Pattern::dense, 32, 0},
-      {Pattern::strided, 20, 0},  // head size not a multiple of any vector width: the scalar tails
-      {Pattern::strided, 48, 37}, // column order and window, as the decoder keeps strided layers
+      {Pattern::strided, 64, 0},  {Pattern::fixed, 64, 0}, {Pattern::dense, 32, 0},
+      {Pattern::strided, 20, 0},   // head size not a multiple of any vector width: the scalar tails
+      {Pattern::strided, 48, 37},  // column order and window, as the decoder keeps strided layers
       {Pattern::fixed, 24, 16},
   };
   for (CpuIsa isa : stx::test::supported_cpu_isas()) {
@@ -239,23 +240,99 @@ TEST(DecodeHalfCache, CacheTypesTheKernelCannotReadAreRefused) {
   std::vector<float> q(32, 0.5f), out(32);
   std::vector<uint16_t> cache(10 * 32, 0x3c00);  // 1.0
   const std::vector<HeadPattern> patterns = {HeadPattern::dense_causal()};
-  DecodeParams p;
+  DecodeParams p = stx::test::contiguous_decode(1, 1, 32, 10, 10, patterns);
   p.q = q.data();
   p.k_cache = p.v_cache = cache.data();
   p.out = out.data();
-  p.q_stride = p.out_stride = {32, 32, 0};
-  p.k_stride = p.v_stride = Strides::contiguous(1, 10, 32);
-  p.batch = p.heads = 1;
-  p.head_dim = 32;
-  p.capacity = 10;
   p.position = 9;
-  p.patterns = patterns.data();
   p.cache_dtype = DType::f16;
   ASSERT_NO_THROW(attention_decode(p));
   EXPECT_EQ(out[0], 1.0f);  // every value is 1
   p.cache_dtype = DType::bf16;
   const std::string message = stx::test::error_message([&] { attention_decode(p); });
   EXPECT_TRUE(stx::test::mentions(message, {"bfloat16", "caches"})) << message;
+}
+
+// The column-ordered cache (DecodeParams::cache_columns) holds the same keys in another row order: decoding
+// must give bit-identical results at every position, whatever the pattern, with a capacity that is not a
+// multiple of the column count; and with the window of the last L keys, which must then be read from it.
+TEST(DecodeColumnOrder, EqualsNaturalOrderAtEveryPosition) {
+  const int64_t B = 2, H = 3, D = 32, T = 120, capacity = 131;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const int64_t columns : {int64_t{7}, int64_t{16}}) {
+    const int64_t rows = cache_rows(capacity, columns);
+    ASSERT_GE(rows, capacity);
+    std::vector<float> k(static_cast<size_t>(B * H * capacity * D)), v(k.size()),
+        q(static_cast<size_t>(B * H * D));
+    std::vector<float> k_columns(static_cast<size_t>(B * H * rows * D), kNaN),
+        v_columns(k_columns.size(), kNaN);
+    for (float& x : k) x = normal(rng);
+    for (float& x : v) x = normal(rng);
+    for (float& x : q) x = normal(rng);
+    for (int64_t bh = 0; bh < B * H; ++bh) {
+      for (int64_t j = 0; j < capacity; ++j) {
+        const int64_t row = cache_row(j, columns, capacity);
+        ASSERT_LT(row, rows);
+        for (int64_t d = 0; d < D; ++d) {
+          k_columns[(bh * rows + row) * D + d] = k[(bh * capacity + j) * D + d];
+          v_columns[(bh * rows + row) * D + d] = v[(bh * capacity + j) * D + d];
+        }
+      }
+    }
+    for (const Pattern pattern : {Pattern::strided, Pattern::fixed, Pattern::dense}) {
+      const auto patterns = layer_patterns(pattern, columns, 2, static_cast<int>(H), Combination::merged);
+      for (int64_t i = 0; i < T; ++i) {
+        std::vector<float> natural(q.size()), ordered(q.size()), lse_natural(B * H), lse_ordered(B * H);
+        DecodeParams p = stx::test::contiguous_decode(B, H, D, capacity, capacity, patterns);
+        p.q = q.data();
+        p.position = i;
+        p.k_cache = k.data();
+        p.v_cache = v.data();
+        p.out = natural.data();
+        p.lse = lse_natural.data();
+        attention_decode(p);
+        p.k_cache = k_columns.data();
+        p.v_cache = v_columns.data();
+        p.k_stride = p.v_stride = Strides::contiguous(H, rows, D);
+        p.cache_columns = columns;
+        p.out = ordered.data();
+        p.lse = lse_ordered.data();
+        attention_decode(p);
+        ASSERT_EQ(natural, ordered) << to_string(pattern) << " columns " << columns << " position " << i;
+        ASSERT_EQ(lse_natural, lse_ordered);
+        // With the window of the last `columns` positions (row j mod columns), NaN everywhere else.
+        std::vector<float> k_window(static_cast<size_t>(B * H * columns * D), kNaN),
+            v_window(k_window.size(), kNaN);
+        for (int64_t bh = 0; bh < B * H; ++bh) {
+          for (int64_t j = std::max<int64_t>(0, i - columns + 1); j <= i; ++j) {
+            for (int64_t d = 0; d < D; ++d) {
+              k_window[(bh * columns + j % columns) * D + d] = k[(bh * capacity + j) * D + d];
+              v_window[(bh * columns + j % columns) * D + d] = v[(bh * capacity + j) * D + d];
+            }
+          }
+          // Blank the band in the column cache: it must be read from the window.
+          for (int64_t j = std::max<int64_t>(0, i - columns + 1); j <= i; ++j) {
+            const int64_t row = cache_row(j, columns, capacity);
+            for (int64_t d = 0; d < D; ++d) k_columns[(bh * rows + row) * D + d] = kNaN;
+          }
+        }
+        p.k_window = k_window.data();
+        p.v_window = v_window.data();
+        p.k_window_stride = p.v_window_stride = Strides::contiguous(H, columns, D);
+        attention_decode(p);
+        ASSERT_EQ(natural, ordered) << "with a window: " << to_string(pattern) << " position " << i;
+        ASSERT_EQ(lse_natural, lse_ordered);
+        for (int64_t bh = 0; bh < B * H; ++bh) {  // restore the band for the next position
+          for (int64_t j = std::max<int64_t>(0, i - columns + 1); j <= i; ++j) {
+            const int64_t row = cache_row(j, columns, capacity);
+            for (int64_t d = 0; d < D; ++d)
+              k_columns[(bh * rows + row) * D + d] = k[(bh * capacity + j) * D + d];
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
