@@ -41,6 +41,17 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
   setCommitPage(true);  // once training starts, going back would leave a run behind
   setButtonText(QWizard::CommitButton, tr("Start training"));
 
+  auto* column = new QVBoxLayout(this);
+  column->addWidget(makeTrainingGroup());
+  column->addWidget(makeSaveGroup());
+  column->addWidget(makeEstimateGroup());
+  column->addStretch();
+  registerFields();
+  connectSignals();
+}
+
+// Steps, batch, learning rate, context, validation share, checkpoints, precision and device.
+QGroupBox* SettingsPage::makeTrainingGroup() {
   steps_ = new QSpinBox;
   steps_->setRange(1, 100'000'000);
   steps_->setGroupSeparatorShown(true);
@@ -117,6 +128,11 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
   deviceLabel->setBuddy(device_);
   form->addRow(deviceLabel, deviceRow);
 
+  return training;
+}
+
+// The model's name and the run folder it makes.
+QGroupBox* SettingsPage::makeSaveGroup() {
   name_ = new QLineEdit;
   name_->setMaxLength(120);
   folderText_ = new QLabel;
@@ -133,6 +149,11 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
   saveColumn->addLayout(saveForm);
   saveColumn->addWidget(folderError_);
 
+  return save;
+}
+
+// A few real steps measured on this computer, with a button that starts and cancels them.
+QGroupBox* SettingsPage::makeEstimateGroup() {
   estimateText_ = new QLabel;
   estimateText_->setWordWrap(true);
   estimateText_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -150,12 +171,11 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
   estimateRow->addLayout(estimateColumn, 1);
   estimateRow->addWidget(estimateButton_, 0, Qt::AlignTop);
 
-  auto* column = new QVBoxLayout(this);
-  column->addWidget(training);
-  column->addWidget(save);
-  column->addWidget(estimate);
-  column->addStretch();
+  return estimate;
+}
 
+// The wizard's fields, which the run page turns into TrainOptions.
+void SettingsPage::registerFields() {
   registerField(QStringLiteral("steps"), steps_);
   registerField(QStringLiteral("batch"), batch_);
   registerField(QStringLiteral("learningRate"), learningRate_, "value", SIGNAL(valueChanged(double)));
@@ -166,7 +186,9 @@ SettingsPage::SettingsPage(QWidget* parent) : QWizardPage(parent), host_(new Eng
   registerField(QStringLiteral("device"), device_, "currentData", SIGNAL(currentIndexChanged(int)));
   registerField(QStringLiteral("modelName"), name_);
   registerField(QStringLiteral("runFolder"), this, "runFolder", SIGNAL(runFolderChanged()));
+}
 
+void SettingsPage::connectSignals() {
   connect(name_, &QLineEdit::textChanged, this, [this] {
     folderText_->setText(QDir::toNativeSeparators(runFolder()));
     folderError_->setText(folderProblem());

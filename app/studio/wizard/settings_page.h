@@ -10,6 +10,7 @@
 
 class QCheckBox;
 class QDoubleSpinBox;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -64,6 +65,11 @@ class SettingsPage : public QWizardPage {
   void estimateFinished();
 
  private:
+  QGroupBox* makeTrainingGroup();
+  QGroupBox* makeSaveGroup();
+  QGroupBox* makeEstimateGroup();
+  void registerFields();
+  void connectSignals();
   QString freeName(const QString& stem) const;
   void showEstimate();
   void markEstimateStale();
