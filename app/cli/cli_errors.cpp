@@ -5,7 +5,8 @@
 namespace stx::cli {
 
 std::string flag_of(const std::string& setting) {
-  // The engine's names (TrainOptions, SampleRequest) against the options of `stx train` and `stx sample`.
+  // The engine's names (TrainOptions, SampleRequest, LayerPatternSpec, KernelCheckRequest) against the options
+  // of `stx train`, `stx sample`, `stx layout` and `stx check`.
   static const std::map<std::string, std::string> flags = {
       {"accumulation", "--accumulation"}, {"batch", "--batch"},
       {"checkpoint_every", "--checkpoint-every"}, {"context", "--context"},
@@ -13,9 +14,16 @@ std::string flag_of(const std::string& setting) {
       {"init_from", "--init-from"},       {"keep_last", "--keep"},
       {"learning_rate", "--lr"},          {"out", "--out"},
       {"overwrite", "--force"},           {"precision", "--precision"},
+      {"amplitude_taps", "--amplitude-taps"},
       {"resume", "--resume"},             {"steps", "--steps"},
       {"window", "--window"},             {"temperature", "--temperature"},
       {"top_k", "--top-k"},               {"top_p", "--top-p"},
+      {"pattern", "--pattern"},           {"n", "--n"},
+      {"stride", "--stride"},             {"summary", "--c"},
+      {"mode", "--mode"},                 {"layer", "--layer"},
+      {"heads", "--heads"},               {"block", "--block"},
+      {"query", "--query"},               {"head", "--head"},
+      {"head_dim", "--dim"},
   };
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;

@@ -1,7 +1,6 @@
 #include "layout_command.h"
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -11,80 +10,16 @@
 #include "layout_png.h"
 #include "option_checks.h"
 #include "stx/engine/export.h"
-#include "stx/kernels/layout.h"
-#include "stx/kernels/pattern.h"
+#include "stx/engine/layout_report.h"
 
 namespace stx::cli {
 namespace {
 
-namespace kernels = stx::kernels;
 // ordered: keys keep the order written here, which reads better than alphabetical.
 using json = nlohmann::ordered_json;
 
-// A fixed layout holds O(n^2 / l) blocks and a dense one O(n^2 / B^2); past this they take seconds and
-// hundreds of MB to build, which is not what a quick look at a pattern should cost.
-constexpr int64_t kMaxLayoutN = int64_t{1} << 16;
 // Text output shows this many ranges from each end of a long attended set; --json always has them all.
 constexpr size_t kRangesShownEachEnd = 8;
-
-// The attended set of one position, split by subset. A1 and A2 overlap (j = i at least), so the two
-// counts add up to more than |A(i)|.
-struct AttendedSet {
-  std::vector<kernels::KeyRange> ranges;
-  int64_t count = 0;
-  int64_t in_a1 = 0;
-  int64_t in_a2 = 0;
-};
-
-AttendedSet attended(const kernels::HeadPattern& p, int64_t i) {
-  AttendedSet set;
-  kernels::attended_ranges(p, i, set.ranges);
-  for (const kernels::KeyRange& r : set.ranges) {
-    for (int64_t j = r.first; j <= r.last; ++j) {
-      set.count++;
-      set.in_a1 += kernels::in_a1(p, i, j) ? 1 : 0;
-      set.in_a2 += kernels::in_a2(p, i, j) ? 1 : 0;
-    }
-  }
-  return set;
-}
-
-// Cost of one head's layout; every block costs the same whether full or masked, so blocks measure work.
-struct PartSummary {
-  const kernels::LayoutPart* part = nullptr;
-  int64_t blocks = 0;
-  int64_t full = 0;
-};
-
-struct HeadSummary {
-  std::vector<PartSummary> parts;
-  int64_t blocks = 0;
-  int64_t full = 0;
-  int64_t attended_pairs = 0;
-};
-
-HeadSummary summarize(const kernels::Layout& layout, int64_t h) {
-  HeadSummary s;
-  for (const kernels::LayoutPart& part : layout.head(h).parts) {
-    PartSummary ps;
-    ps.part = &part;
-    // A columns part is one list shared by all lanes; each lane visits it.
-    ps.blocks = static_cast<int64_t>(part.row_key.size()) * part.lanes;
-    ps.full = std::count(part.row_mask.begin(), part.row_mask.end(), -1) * part.lanes;
-    s.blocks += ps.blocks;
-    s.full += ps.full;
-    s.parts.push_back(ps);
-  }
-  for (int64_t i = 0; i < layout.n; ++i) s.attended_pairs += kernels::attended_count(layout.heads[h], i);
-  return s;
-}
-
-int64_t dense_causal_blocks(int64_t n, int block) {
-  const int64_t nb = (n + block - 1) / block;
-  return nb * (nb + 1) / 2;
-}
-
-int64_t dense_causal_pairs(int64_t n) { return n * (n + 1) / 2; }
 
 std::string percent(int64_t part, int64_t whole) {
   char text[32];
@@ -92,26 +27,26 @@ std::string percent(int64_t part, int64_t whole) {
   return text;
 }
 
-std::string view_name(const kernels::LayoutPart& part) {
-  if (part.view == kernels::View::natural) return "natural";
-  return "columns, step " + std::to_string(part.step);
+std::string view_name(const engine::LayoutPartReport& part) {
+  if (part.view == "natural") return part.view;
+  return part.view + ", step " + std::to_string(part.step);
 }
 
-std::string subset_name(const kernels::LayoutPart& part) {
-  if (part.rule.pattern.pattern == kernels::Pattern::dense) return "all j <= i";
-  return std::string(kernels::to_string(part.rule.include)) + (part.rule.exclude_a1 ? " minus A1" : "");
+std::string subset_name(const engine::HeadGroupReport& group, const engine::LayoutPartReport& part) {
+  if (group.pattern.pattern == "dense") return "all j <= i";
+  return part.subset + (part.minus_a1 ? " minus A1" : "");
 }
 
-std::string range_text(const kernels::KeyRange& r) {
+std::string range_text(const engine::PositionRange& r) {
   if (r.first == r.last) return std::to_string(r.first);
   return "[" + std::to_string(r.first) + ", " + std::to_string(r.last) + "]";
 }
 
-std::string ranges_text(const std::vector<kernels::KeyRange>& ranges) {
+std::string ranges_text(const std::vector<engine::PositionRange>& ranges) {
   std::string s;
-  auto add = [&](const kernels::KeyRange& r) { s += (s.empty() ? "" : " ") + range_text(r); };
+  auto add = [&](const engine::PositionRange& r) { s += (s.empty() ? "" : " ") + range_text(r); };
   if (ranges.size() <= 2 * kRangesShownEachEnd) {
-    for (const kernels::KeyRange& r : ranges) add(r);
+    for (const engine::PositionRange& r : ranges) add(r);
     return s;
   }
   for (size_t k = 0; k < kRangesShownEachEnd; ++k) add(ranges[k]);
@@ -130,100 +65,92 @@ std::string heads_text(const std::vector<int>& heads) {
   return s;
 }
 
-void print_text(const LayoutOptions& options, const kernels::Layout& layout, int64_t query) {
-  const int64_t n = layout.n;
-  std::cout << "stx layout: n = " << n << ", block " << layout.block << ", " << layout.num_heads() << " head"
-            << (layout.num_heads() == 1 ? "" : "s") << ", " << options.pattern.summary_line() << "\n";
-
-  std::vector<std::vector<int>> groups(layout.unique.size());
-  for (int h = 0; h < layout.num_heads(); ++h) groups[layout.head_to_unique[h]].push_back(h);
+void print_text(const engine::LayerPatternSpec& spec, const engine::LayoutReport& report) {
+  const int64_t query = report.query;
+  std::cout << "stx layout: n = " << report.n << ", block " << report.block << ", " << report.heads << " head"
+            << (report.heads == 1 ? "" : "s") << ", " << spec.describe() << "\n";
 
   std::cout << "\nAttended set A(" << query << ")\n";
-  for (const std::vector<int>& heads : groups) {
-    const kernels::HeadPattern& p = layout.heads[heads[0]];
-    const AttendedSet set = attended(p, query);
-    std::cout << "  " << heads_text(heads) << ": " << kernels::describe(p) << "\n";
+  for (const engine::HeadGroupReport& group : report.groups) {
+    const engine::AttendedSetReport& set = group.attended;
+    std::cout << "  " << heads_text(group.heads) << ": " << group.pattern.description << "\n";
     std::cout << "    |A(" << query << ")| = " << set.count;
-    if (p.pattern != kernels::Pattern::dense)
-      std::cout << "   in A1: " << set.in_a1 << "   in A2: " << set.in_a2;
+    if (group.pattern.pattern != "dense") std::cout << "   in A1: " << set.in_a1 << "   in A2: " << set.in_a2;
     std::cout << "   (" << set.ranges.size() << " range" << (set.ranges.size() == 1 ? "" : "s") << ")\n";
     std::cout << "    " << ranges_text(set.ranges) << "\n";
   }
 
-  std::cout << "\nBlock layout (B = " << layout.block
-            << "; dense causal: " << dense_causal_blocks(n, layout.block) << " blocks, "
-            << dense_causal_pairs(n) << " pairs per head)\n";
+  std::cout << "\nBlock layout (B = " << report.block << "; dense causal: " << report.dense_causal_blocks
+            << " blocks, " << report.dense_causal_pairs << " pairs per head)\n";
   int64_t total_blocks = 0, total_pairs = 0;
-  for (const std::vector<int>& heads : groups) {
-    const HeadSummary s = summarize(layout, heads[0]);
-    total_blocks += s.blocks * static_cast<int64_t>(heads.size());
-    total_pairs += s.attended_pairs * static_cast<int64_t>(heads.size());
-    std::cout << "  " << heads_text(heads) << ": " << kernels::describe(layout.heads[heads[0]]) << ", "
-              << s.parts.size() << " part" << (s.parts.size() == 1 ? "" : "s") << "\n";
-    for (size_t k = 0; k < s.parts.size(); ++k) {
-      const PartSummary& ps = s.parts[k];
-      std::cout << "    part " << k << ": " << subset_name(*ps.part) << ", " << view_name(*ps.part) << ", "
-                << ps.part->lanes << " lane" << (ps.part->lanes == 1 ? "" : "s") << " x "
-                << ps.part->num_blocks << " query blocks: " << ps.blocks << " blocks (" << ps.full
-                << " full, " << ps.blocks - ps.full << " masked)\n";
+  for (const engine::HeadGroupReport& group : report.groups) {
+    total_blocks += group.blocks * static_cast<int64_t>(group.heads.size());
+    total_pairs += group.attended_pairs * static_cast<int64_t>(group.heads.size());
+    std::cout << "  " << heads_text(group.heads) << ": " << group.pattern.description << ", "
+              << group.parts.size() << " part" << (group.parts.size() == 1 ? "" : "s") << "\n";
+    for (size_t k = 0; k < group.parts.size(); ++k) {
+      const engine::LayoutPartReport& part = group.parts[k];
+      std::cout << "    part " << k << ": " << subset_name(group, part) << ", " << view_name(part) << ", "
+                << part.lanes << " lane" << (part.lanes == 1 ? "" : "s") << " x " << part.query_blocks
+                << " query blocks: " << part.blocks << " blocks (" << part.full_blocks << " full, "
+                << part.blocks - part.full_blocks << " masked)\n";
     }
-    std::cout << "    blocks visited: " << s.blocks << " of " << dense_causal_blocks(n, layout.block)
-              << " dense causal (" << percent(s.blocks, dense_causal_blocks(n, layout.block)) << "), "
-              << s.full << " full, " << s.blocks - s.full << " masked\n";
-    std::cout << "    attended pairs: " << s.attended_pairs << " ("
-              << percent(s.attended_pairs, dense_causal_pairs(n)) << " of dense causal work)\n";
+    std::cout << "    blocks visited: " << group.blocks << " of " << report.dense_causal_blocks
+              << " dense causal (" << percent(group.blocks, report.dense_causal_blocks) << "), "
+              << group.full_blocks << " full, " << group.blocks - group.full_blocks << " masked\n";
+    std::cout << "    attended pairs: " << group.attended_pairs << " ("
+              << percent(group.attended_pairs, report.dense_causal_pairs) << " of dense causal work)\n";
   }
-  const int64_t heads = layout.num_heads();
+  const int64_t heads = report.heads;
   std::cout << "  all heads: " << total_blocks << " blocks visited ("
-            << percent(total_blocks, heads * dense_causal_blocks(n, layout.block)) << " of dense causal), "
-            << total_pairs << " attended pairs (" << percent(total_pairs, heads * dense_causal_pairs(n))
+            << percent(total_blocks, heads * report.dense_causal_blocks) << " of dense causal), "
+            << total_pairs << " attended pairs (" << percent(total_pairs, heads * report.dense_causal_pairs)
             << " of dense causal work)\n";
 }
 
-void print_json(const LayoutOptions& options, const kernels::Layout& layout, int64_t query) {
-  const int64_t n = layout.n;
-  json out = {{"n", n},
-              {"block", layout.block},
+void print_json(const LayoutOptions& options, const engine::LayoutReport& report) {
+  json out = {{"n", report.n},
+              {"block", report.block},
               {"pattern", options.pattern.pattern},
               {"mode", options.pattern.mode},
               {"layer", options.pattern.layer},
-              {"query", query},
-              {"dense_causal_blocks_per_head", dense_causal_blocks(n, layout.block)},
-              {"dense_causal_pairs_per_head", dense_causal_pairs(n)}};
+              {"query", report.query},
+              {"dense_causal_blocks_per_head", report.dense_causal_blocks},
+              {"dense_causal_pairs_per_head", report.dense_causal_pairs}};
   json heads = json::array();
-  for (int h = 0; h < layout.num_heads(); ++h) {
-    const kernels::HeadPattern& p = layout.heads[h];
-    const AttendedSet set = attended(p, query);
+  for (int h = 0; h < report.heads; ++h) {
+    const engine::HeadGroupReport& group = report.groups[static_cast<size_t>(report.group_of_head[h])];
+    const engine::HeadPatternReport& p = group.pattern;
+    const engine::AttendedSetReport& set = group.attended;
     json ranges = json::array();
-    for (const kernels::KeyRange& r : set.ranges) ranges.push_back({r.first, r.last});
-    const HeadSummary s = summarize(layout, h);
+    for (const engine::PositionRange& r : set.ranges) ranges.push_back({r.first, r.last});
     json parts = json::array();
-    for (const PartSummary& ps : s.parts) {
-      parts.push_back({{"subset", kernels::to_string(ps.part->rule.include)},
-                       {"minus_a1", ps.part->rule.exclude_a1},
-                       {"view", ps.part->view == kernels::View::natural ? "natural" : "columns"},
-                       {"step", ps.part->step},
-                       {"lanes", ps.part->lanes},
-                       {"query_blocks", ps.part->num_blocks},
-                       {"blocks", ps.blocks},
-                       {"full_blocks", ps.full},
-                       {"masked_blocks", ps.blocks - ps.full}});
+    for (const engine::LayoutPartReport& part : group.parts) {
+      parts.push_back({{"subset", part.subset},
+                       {"minus_a1", part.minus_a1},
+                       {"view", part.view},
+                       {"step", part.step},
+                       {"lanes", part.lanes},
+                       {"query_blocks", part.query_blocks},
+                       {"blocks", part.blocks},
+                       {"full_blocks", part.full_blocks},
+                       {"masked_blocks", part.blocks - part.full_blocks}});
     }
     heads.push_back(
         {{"head", h},
-         {"pattern", kernels::to_string(p.pattern)},
-         {"subset", kernels::to_string(p.subset)},
+         {"pattern", p.pattern},
+         {"subset", p.subset},
          {"stride", p.stride},
          {"summary", p.summary},
          {"summary_offset", p.summary_offset},
-         {"describe", kernels::describe(p)},
+         {"describe", p.description},
          {"attended", {{"count", set.count}, {"in_a1", set.in_a1}, {"in_a2", set.in_a2}, {"ranges", ranges}}},
          {"layout",
           {{"parts", parts},
-           {"blocks", s.blocks},
-           {"full_blocks", s.full},
-           {"masked_blocks", s.blocks - s.full},
-           {"attended_pairs", s.attended_pairs}}}});
+           {"blocks", group.blocks},
+           {"full_blocks", group.full_blocks},
+           {"masked_blocks", group.blocks - group.full_blocks},
+           {"attended_pairs", group.attended_pairs}}}});
   }
   out["heads"] = heads;
   std::cout << out.dump() << "\n";  // one line: long range lists stay compact; pipe to jq to read
@@ -234,7 +161,9 @@ void print_json(const LayoutOptions& options, const kernels::Layout& layout, int
 CLI::App* add_layout_command(CLI::App& app, LayoutOptions& options) {
   CLI::App* command = app.add_subcommand(
       "layout", "Show the attended set of one position and the block layout of a layer's heads");
-  command->add_option("--n", options.n, "sequence length n, 1.." + std::to_string(kMaxLayoutN))
+  command
+      ->add_option("--n", options.n,
+                   "sequence length n, 1.." + std::to_string(engine::kMaxLayoutReportLength))
       ->capture_default_str();
   options.pattern.add_to(*command, 128);
   options.query_option = command->add_option(
@@ -251,7 +180,7 @@ CLI::App* add_layout_command(CLI::App& app, LayoutOptions& options) {
 }
 
 int run_layout_command(const LayoutOptions& options) {
-  require_between("--n", options.n, 1, kMaxLayoutN);
+  require_between("--n", options.n, 1, engine::kMaxLayoutReportLength);
   options.pattern.validate();
   const int64_t query = options.query_option->count() > 0 ? options.query : options.n - 1;
   require_between("--query", query, 0, options.n - 1);
@@ -261,15 +190,15 @@ int run_layout_command(const LayoutOptions& options) {
     require_between("--head", options.head, -1, options.pattern.heads - 1);
     engine::check_export_target(options.png, options.force ? engine::Overwrite::Replace : engine::Overwrite::Refuse);
   }
-  const auto layout =
-      kernels::build_layout(options.n, options.pattern.block, options.pattern.head_patterns());
+  const engine::LayerPatternSpec spec = options.pattern.layer_spec(options.n);
+  const engine::LayoutReport report = engine::layout_report(spec, query);
   if (options.json)
-    print_json(options, *layout, query);
+    print_json(options, report);
   else
-    print_text(options, *layout, query);
+    print_text(spec, report);
   if (!options.png.empty()) {
-    write_layout_png(options.png, options.pattern.head_patterns(), options.n, options.head,
-                     options.query_option->count() > 0 ? query : -1, options.force);
+    write_layout_png(options.png, spec, options.head, options.query_option->count() > 0 ? query : -1,
+                     options.force);
     if (!options.json) std::cout << "connectivity matrix written to " << options.png << "\n";
   }
   return 0;

@@ -20,7 +20,7 @@ struct LayoutOptions {
 };
 
 CLI::App* add_layout_command(CLI::App& app, LayoutOptions& options);
-// Prints to stdout; throws UsageError for a bad option and stx::kernels::Error from the kernels library.
+// Prints to stdout; throws UsageError for a bad option and engine::Error from the engine.
 int run_layout_command(const LayoutOptions& options);
 
 }  // namespace stx::cli

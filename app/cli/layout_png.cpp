@@ -1,29 +1,26 @@
 #include "layout_png.h"
 
 #include <algorithm>
+#include <vector>
 
+#include "stx/engine/layout_report.h"
 #include "stx/engine/png_writer.h"
 
 namespace stx::cli {
 
-void write_layout_png(const std::string& path, const std::vector<kernels::HeadPattern>& heads, int64_t n, int head,
-                      int64_t query, bool replace) {
+void write_layout_png(const std::string& path, const engine::LayerPatternSpec& layer, int head, int64_t query,
+                      bool replace) {
   constexpr int64_t kMaxPixels = 1024;
+  const int64_t n = layer.n;
   const int64_t size = std::min(n, kMaxPixels);
   std::vector<uint8_t> rgb(static_cast<size_t>(size * size * 3), 255);
   std::vector<double> attended(static_cast<size_t>(size));
-  std::vector<kernels::KeyRange> ranges;
   const int64_t query_pixel = query >= 0 ? query * size / n : -1;
   for (int64_t y = 0; y < size; ++y) {
     const int64_t i = y * n / size;  // the first position the pixel row covers
     std::fill(attended.begin(), attended.end(), 0.0);
-    // Union over heads: mark per position first (a position counts once), then bin into pixels.
-    std::vector<uint8_t> row(static_cast<size_t>(i + 1), 0);
-    for (size_t h = 0; h < heads.size(); ++h) {
-      if (head >= 0 && static_cast<int>(h) != head) continue;
-      kernels::attended_ranges(heads[h], i, ranges);
-      for (const kernels::KeyRange& r : ranges) std::fill(row.begin() + r.first, row.begin() + r.last + 1, 1);
-    }
+    // Per position first (a position counts once over the heads), then binned into pixels.
+    const std::vector<uint8_t> row = engine::connectivity_row(layer, head, i);
     for (int64_t j = 0; j <= i; ++j) attended[static_cast<size_t>(j * size / n)] += row[static_cast<size_t>(j)];
     for (int64_t x = 0; x < size; ++x) {
       const int64_t first = (x * n + size - 1) / size, last = ((x + 1) * n + size - 1) / size;  // [first, last)

@@ -5,15 +5,14 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
-#include "stx/kernels/pattern.h"
+#include "stx/engine/pattern_view.h"
 
 namespace stx::cli {
 
 // head < 0 draws the union of every head. query >= 0 marks that row in red. An existing file is replaced only
 // when `replace`; otherwise engine::Error says so.
-void write_layout_png(const std::string& path, const std::vector<kernels::HeadPattern>& heads, int64_t n, int head,
-                      int64_t query, bool replace);
+void write_layout_png(const std::string& path, const engine::LayerPatternSpec& layer, int head, int64_t query,
+                      bool replace);
 
 }  // namespace stx::cli

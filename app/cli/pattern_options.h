@@ -5,10 +5,9 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "cli_errors.h"
-#include "stx/kernels/pattern.h"
+#include "stx/engine/pattern_view.h"
 
 namespace CLI {
 class App;
@@ -36,13 +35,9 @@ struct PatternOptions {
   // Checks every value and throws UsageError naming the option.
   void validate() const;
 
-  stx::kernels::Pattern parsed_pattern() const;
-  stx::kernels::Combination parsed_mode() const;
   int64_t resolved_summary() const;
-  // One pattern per head for this layer; call validate() first.
-  std::vector<stx::kernels::HeadPattern> head_patterns() const;
-  // e.g. "strided l=128, merged, layer 0" or "fixed l=128 c=32, multihead, layer 0".
-  std::string summary_line() const;
+  // The layer these options describe, over sequence length n, for the engine.
+  engine::LayerPatternSpec layer_spec(int64_t n) const;
 };
 
 }  // namespace stx::cli

@@ -17,9 +17,32 @@ struct PatternSpec {
   int64_t n = 64;                   // sequence length
   int64_t stride = 8;               // l (strided, fixed)
   int64_t summary = 1;              // c (fixed): 1 <= c <= l
-  // Throws Error with a plain message for an unknown pattern or n, l, c out of range.
+  // Throws Error with a plain message for an unknown pattern or n, l, c out of range; its settings() name
+  // the one at fault: "pattern", "n", "stride" or "summary".
   void validate() const;
 };
+
+// A layer's heads over one pattern, as the kernels build them: how the heads use A1 and A2 (the paper's
+// eqs 6-8) and the block size B of the layout. `stx layout` and `stx check` describe their layer with it.
+struct LayerPatternSpec : PatternSpec {
+  std::string mode = "merged";  // "merged" | "interleaved" (A1 on even layers, A2 on odd) | "multihead"
+  int layer = 0;
+  int heads = 2;
+  int block = 64;  // B: 16, 32, 64 or 128
+
+  static constexpr int64_t kMaxStride = int64_t{1} << 20;
+  static constexpr int kMaxHeads = 64;
+  static constexpr int kMaxLayer = 1 << 20;
+
+  // Throws Error like PatternSpec::validate, with the settings "mode", "heads", "layer" and "block" too.
+  void validate() const;
+  // e.g. "strided l=128, merged, layer 0", "fixed l=128 c=32, multihead, layer 0" or "dense".
+  std::string describe() const;
+};
+
+// Throws Error naming the setting ("pattern" or "mode") for a name the kernels do not know; the message lists
+// the ones they do: "unknown pattern 'banded': expected dense, strided or fixed".
+void check_pattern_names(const std::string& pattern, const std::string& mode);
 
 enum class PatternPart { a1, a2, both };
 
