@@ -2,8 +2,10 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QStringList>
+#include <QTextStream>
 #include <cstdio>
 
+#include "screenshots/screenshot_tour.h"
 #include "stx/engine/process_start.h"
 #include "window/main_window.h"
 
@@ -22,6 +24,12 @@ void describe_command_line(QCommandLineParser& parser) {
       "watch what they attend to, and fine-tune them on your own folders."));
   parser.addHelpOption();
   parser.addVersionOption();
+  parser.addOption(QCommandLineOption(
+      QStringLiteral("screenshots"),
+      QStringLiteral("Render every tab and dialog offscreen to DIR/<name>.png, generating with the bundled "
+                     "models (the user's settings and models are neither read nor changed), print each file "
+                     "written, and exit: 0 when all were written, 1 otherwise."),
+      QStringLiteral("DIR")));
   parser.addPositionalArgument(
       QStringLiteral("files"),
       QStringLiteral("Images (PNG, JPEG, BMP, TGA), audio (WAV, FLAC, Ogg, AIFF) or text files, each opened in "
@@ -63,10 +71,22 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  const bool screenshots = parser.isSet(QStringLiteral("screenshots"));
+  if (screenshots && !parser.positionalArguments().isEmpty()) {
+    std::fprintf(stderr, "stx-studio: --screenshots opens no files. See stx-studio --help.\n");
+    return 2;
+  }
+  // The screenshots need no display: offscreen, unless -platform asks for another.
+  if (screenshots && !parser.isSet(QStringLiteral("platform"))) qputenv("QT_QPA_PLATFORM", "offscreen");
+
   QApplication app(argc, argv);
   QApplication::setApplicationDisplayName(QStringLiteral("STX Studio"));
   QApplication::setDesktopFileName(QStringLiteral("stx-studio"));  // ties the window to stx-studio.desktop
   QApplication::setWindowIcon(stx::studio::applicationIcon());
+  if (screenshots) {
+    QTextStream out(stdout), err(stderr);
+    return stx::studio::render_screenshots(parser.value(QStringLiteral("screenshots")), out, err);
+  }
   stx::studio::MainWindow window;
   window.show();
   for (const QString& path : parser.positionalArguments()) window.openPath(path);

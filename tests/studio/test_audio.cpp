@@ -28,7 +28,6 @@
 #include "studio_test_support.h"
 #include "stx/engine/audio_io.h"
 #include "stx/engine/export.h"
-#include "stx/engine/mulaw.h"
 #include "stx/engine/pattern_view.h"
 
 using namespace stx::studio;
@@ -365,9 +364,6 @@ class AudioTabTest : public QObject {
     QVERIFY(!player.isPlaying());
     QVERIFY(bar.stopButton()->isEnabled());
     QVERIFY2(bar.note()->text().contains("pace"), qPrintable(bar.note()->text()));
-    bar.resize(900, bar.sizeHint().height());
-    QDir().mkpath(STX_SCREENSHOT_DIR "/audio");
-    QVERIFY(bar.grab().save(STX_SCREENSHOT_DIR "/audio/playback_waiting_for_pace.png"));
     bar.setGenerationRate(0, 2400);
     QVERIFY(bar.buffering() && !player.isPlaying());
     // Generating at 100x real time: the lead is all it needs, and the clip is shorter than that, so it
@@ -460,9 +456,6 @@ class AudioTabTest : public QObject {
     QVERIFY(!bar.playButton()->isEnabled());
     QVERIFY(bar.stopButton()->isEnabled());
     QVERIFY2(bar.note()->text().contains("Buffering"), qPrintable(bar.note()->text()));
-    bar.resize(900, bar.sizeHint().height());
-    QDir().mkpath(STX_SCREENSHOT_DIR "/audio");
-    QVERIFY(bar.grab().save(STX_SCREENSHOT_DIR "/audio/playback_buffering.png"));
     arrive(needed - 1);
     QVERIFY(bar.buffering() && !player.isPlaying());
     QSignalSpy playing(&player, &AudioPlayer::playingChanged);
@@ -593,21 +586,21 @@ class AudioTabTest : public QObject {
     QCOMPARE(tab.headBox()->currentData().toInt(), 1);
   }
 
-  void screenshot() {
-    QDir().mkpath(STX_SCREENSHOT_DIR "/audio");
-    {
-      // A new tab with no model yet: says what to do, and Generate is off.
-      qputenv("STX_STUDIO_NO_AUDIO", "1");
-      AudioTab empty(&context_);
-      qunsetenv("STX_STUDIO_NO_AUDIO");
-      empty.resize(1000, 560);  // short: the panel scrolls
-      empty.show();
-      QTest::qWait(50);
-      QVERIFY(!empty.generateButton()->isEnabled());
-      QVERIFY(!empty.playButton()->isEnabled());
-      QVERIFY(!empty.stopPlaybackButton()->isEnabled());
-      QVERIFY(empty.grab().save(STX_SCREENSHOT_DIR "/audio/audio_tab_empty.png"));
-    }
+  // A new tab with no model yet: Generate and playback are off.
+  void withoutAModelNothingCanBeGeneratedOrPlayed() {
+    qputenv("STX_STUDIO_NO_AUDIO", "1");
+    AudioTab empty(&context_);
+    qunsetenv("STX_STUDIO_NO_AUDIO");
+    empty.resize(1000, 560);
+    empty.show();
+    QTest::qWait(50);
+    QVERIFY(!empty.generateButton()->isEnabled());
+    QVERIFY(!empty.playButton()->isEnabled());
+    QVERIFY(!empty.stopPlaybackButton()->isEnabled());
+  }
+
+  // The waveform really shows the generated audio: many pixels in the generated colour, and the prompt's.
+  void theWaveformDrawsThePromptAndTheGeneratedAudio() {
     auto tab = openTab();
     QVERIFY(tab);
     const QString clip = write_tone(dir_.filePath("shot-tone.wav"), 1200);
@@ -620,12 +613,6 @@ class AudioTabTest : public QObject {
     tab->show();
     QVERIFY(generateAndWait(*tab));
     QTest::qWait(100);  // let the coalesced repaint run
-    const QImage shot = tab->grab().toImage();
-    QVERIFY(shot.save(STX_SCREENSHOT_DIR "/audio/audio_tab.png"));
-    // A WAV beside it, to check by ear or with sox.
-    QCOMPARE(tab->exportTo(STX_SCREENSHOT_DIR "/audio/audio_sample.wav", 48000, false).size(), 1);
-
-    // The waveform really shows the generated audio: many pixels in the generated colour.
     const QImage wave = tab->waveform()->grab().toImage();
     int blue = 0, violet = 0;
     for (int y = 0; y < wave.height(); ++y) {
@@ -639,20 +626,6 @@ class AudioTabTest : public QObject {
     }
     QVERIFY2(blue > 500, qPrintable(QString::number(blue)));
     QVERIFY2(violet > 20, qPrintable(QString::number(violet)));
-
-    // A long clip is drawn as min/max columns.
-    WaveformView view;
-    view.resize(900, 200);
-    Bytes tone(3 * 12000);
-    for (size_t i = 0; i < tone.size(); ++i) {
-      tone[i] =
-          stx::engine::mulaw_encode(0.8f * static_cast<float>(i) / tone.size() *
-                                    std::sin(2.0f * 3.14159265f * 220.0f * static_cast<float>(i) / 12000.0f));
-    }
-    view.reset(1, Bytes(tone.begin(), tone.begin() + 12000), static_cast<qint64>(tone.size()));
-    view.appendBytes(0, 12000, std::string(tone.begin() + 12000, tone.end()));
-    view.setPlayhead(20000);
-    QVERIFY(view.grab().save(STX_SCREENSHOT_DIR "/audio/waveform_long.png"));
   }
 };
 

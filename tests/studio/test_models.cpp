@@ -484,37 +484,6 @@ class ModelsTabTest : public QObject {
     QVERIFY(settled(tab));
     QCOMPARE(tab.list()->topLevelItemCount(), 23);
   }
-
-  void screenshot() {
-    QTemporaryDir shipped;
-    make_tiny_model(QDir(shipped.path()).filePath("starter-images"), "image");
-    make_tiny_model(user("pixels"), "image");
-    make_tiny_model(user("voice"), "audio");
-    make_tiny_model(user("prose"), "text");
-    write_file(user("prose/MODEL_CARD.md"),
-               "# Prose\n\nA tiny byte-level text model with a **fixed** attention pattern, trained on "
-               "short poems.\n\n## Use\n\n- Prompt with a first line.\n- Temperature 0.8 works well.\n");
-    QDir().mkpath(user("broken"));
-    write_file(user("broken/config.json"), "garbage");
-    StudioContext context;
-    ModelsTab tab(&context);
-    tab.scanner()->setFolders({shipped.path()}, ModelLibrary::userFolder());
-    tab.refreshModels();
-    tab.resize(1200, 700);
-    tab.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&tab));
-    QVERIFY(settled(tab));
-    tab.selectModel(user("prose"));
-    QDir().mkpath(STX_SCREENSHOT_DIR "/models");
-    QTest::qWait(50);  // the layout settles from the event loop, as it would on screen
-    QVERIFY(tab.grab().save(STX_SCREENSHOT_DIR "/models/models_tab.png"));
-    tab.selectModel(user("broken"));
-    QTest::qWait(50);  // the layout settles from the event loop, as it would on screen
-    QVERIFY(tab.grab().save(STX_SCREENSHOT_DIR "/models/models_tab_broken.png"));
-    tab.selectModel(QDir(shipped.path()).filePath("starter-images"));
-    QTest::qWait(50);  // the layout settles from the event loop, as it would on screen
-    QVERIFY(tab.grab().save(STX_SCREENSHOT_DIR "/models/models_tab_bundled.png"));
-  }
 };
 
 QTEST_MAIN(ModelsTabTest)

@@ -2,7 +2,6 @@
 // against pattern_view, and the user's ways in (controls, clicks, settings) are driven like a user would.
 #include <QApplication>
 #include <QComboBox>
-#include <QDir>
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QMouseEvent>
@@ -27,8 +26,6 @@ using stx::studio::PatternsTab;
 using stx::studio::ReachGridView;
 
 namespace {
-
-const QString kShots = QStringLiteral(STX_SCREENSHOT_DIR "/patterns");
 
 PatternSpec make_spec(const std::string& pattern, int n, int l = 8, int c = 1) {
   PatternSpec spec;
@@ -115,7 +112,6 @@ class PatternsTabTest : public QObject {
   void settingsRoundTrip();
   void largeMatricesBuildQuickly();
   void followsPaletteChange();
-  void screenshots();
 };
 
 void PatternsTabTest::matrixEqualsAttendedPositions_data() {
@@ -444,10 +440,6 @@ void PatternsTabTest::largeMatricesBuildQuickly() {
       QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
     }
   }
-  if (QDir().mkpath(kShots)) {
-    show_pattern(tab, make_spec("strided", 4096, 64), 3000);
-    tab.grab().save(kShots + QStringLiteral("/strided-4096-fit.png"));
-  }
 }
 
 void PatternsTabTest::followsPaletteChange() {
@@ -466,45 +458,6 @@ void PatternsTabTest::followsPaletteChange() {
           a1Before);
   const auto unreached = static_cast<int>(ReachGridView::Mark::unreached);
   QCOMPARE(QColor(tab.reachGrid()->gridImage().color(unreached)), dark_palette().color(QPalette::Base));
-}
-
-void PatternsTabTest::screenshots() {
-  QVERIFY(QDir().mkpath(kShots));
-  stx::studio::StudioContext context;
-  struct Shot {
-    QString name;
-    PatternSpec spec;
-    int query;
-    bool dark;
-  };
-  const Shot shots[] = {{"strided-128-l16-q100", make_spec("strided", 128, 16), 100, false},
-                        {"fixed-128-l16-c4-q100", make_spec("fixed", 128, 16, 4), 100, false},
-                        {"strided-128-l16-q100-dark", make_spec("strided", 128, 16), 100, true},
-                        {"fixed-128-l16-c4-q100-dark", make_spec("fixed", 128, 16, 4), 100, true},
-                        {"dense-64-q40", make_spec("dense", 64, 8), 40, false}};
-  for (const Shot& shot : shots) {
-    PatternsTab tab(&context);
-    if (shot.dark) tab.setPalette(dark_palette());
-    tab.resize(1200, 760);
-    tab.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&tab));
-    show_pattern(tab, shot.spec, shot.query);
-    QApplication::processEvents();
-    const QString path = kShots + QLatin1Char('/') + shot.name + QStringLiteral(".png");
-    QVERIFY(tab.grab().save(path));
-  }
-  // an invalid c, shown inline over the last valid view
-  PatternsTab tab(&context);
-  tab.resize(1200, 760);
-  tab.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&tab));
-  show_pattern(tab, make_spec("fixed", 128, 16, 4), 100);
-  tab.findChild<QSpinBox*>(QStringLiteral("summary"))->setValue(20);
-  auto* view = tab.findChild<ConnectivityView*>(QStringLiteral("matrix"));
-  view->setZoom(12);
-  tab.findChild<QSpinBox*>(QStringLiteral("query"))->setValue(90);
-  QApplication::processEvents();
-  QVERIFY(tab.grab().save(kShots + QStringLiteral("/fixed-invalid-c-zoomed.png")));
 }
 
 QTEST_MAIN(PatternsTabTest)

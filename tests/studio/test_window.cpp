@@ -1,16 +1,14 @@
 // The main window: it builds with its five tabs, menus and shortcuts; files dropped on it reach the right
 // tab; errors show in the window; settings survive a restart; Preferences > Device reaches every generation
-// and the status bar; the GUI stays responsive while a tab generates; and every tab is rendered to PNG in the
-// build folder for a person to look at.
+// and the status bar; and the GUI stays responsive while a tab generates.
 #include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
 #include <QDialogButtonBox>
-#include <QDir>
-#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QIcon>
 #include <QImage>
 #include <QLabel>
@@ -39,10 +37,6 @@
 #include "window/error_banner.h"
 #include "window/main_window.h"
 #include "window/preferences_dialog.h"
-
-#ifndef STX_SCREENSHOT_DIR
-#define STX_SCREENSHOT_DIR "studio-screenshots"
-#endif
 
 using stx::studio::MainWindow;
 using stx::studio::StudioTab;
@@ -79,12 +73,6 @@ bool wait_for_model(MainWindow& window, StudioTab* tab, const QString& name) {
       fixture::wait_until([&] { return !tab->busy() && window.statusModel()->text().contains(name); });
   if (!opened) qWarning() << "status:" << window.statusModel()->text() << "error:" << window.errorBanner()->message();
   return opened;
-}
-
-void save_shot(QWidget* widget, const QString& name) {
-  QDir().mkpath(STX_SCREENSHOT_DIR);
-  const QString file = QDir(STX_SCREENSHOT_DIR).filePath(name + ".png");
-  QVERIFY2(widget->grab().save(file), qPrintable("could not write " + file));
 }
 
 bool item_enabled(const QComboBox* box, int index) {
@@ -153,7 +141,6 @@ class WindowTest : public QObject {
       QVERIFY(fixture::wait_until([&] { return !image->busy(); }, 120000));
       QVERIFY(image->canvas()->complete(0));
       qInfo("first image complete after %lld ms", static_cast<long long>(clock.elapsed()));
-      save_shot(&window, "first-launch-image");
 
       window.tabs()->setCurrentWidget(window.tab("models"));
       QStringList bundled;
@@ -162,7 +149,6 @@ class WindowTest : public QObject {
       }
       bundled.sort();
       QCOMPARE(bundled, (QStringList{"audio", "image", "text"}));
-      save_shot(&window, "first-launch-models");
       window.close();
     }
     qputenv("STX_BUNDLED_MODELS", "");
@@ -261,7 +247,6 @@ class WindowTest : public QObject {
         QVERIFY2(box->itemText(0).contains("CUDA"), qPrintable(box->itemText(0)));
         QVERIFY(!dialog.deviceNote()->isVisible());
       }
-      save_shot(&dialog, "preferences");
       // when CPU is chosen and OK pressed, then it is saved and announced
       QSignalSpy chosen(&dialog, &stx::studio::PreferencesDialog::deviceChosen);
       box->setDevice("cpu");
@@ -297,7 +282,6 @@ class WindowTest : public QObject {
     QVERIFY(generate_and_wait(text));
     QVERIFY2(window.errorBanner()->message().isEmpty(), qPrintable(window.errorBanner()->message()));
     QCOMPARE(window.statusDevice()->text(), QStringLiteral("CPU"));
-    save_shot(&window, "window-device-status");
 
     // Edit > Preferences reaches the tabs: Automatic generates on the CPU, GPU or not (engine/device.h).
     auto* answer = new QTimer(&window);
@@ -405,37 +389,6 @@ class WindowTest : public QObject {
     qInfo() << "longest event-loop stall during" << runs << "generations:" << longest << "ms (" << longest_wall
             << "ms of wall time, with the waits for a core)";
     QVERIFY2(longest < 50, qPrintable(QString("event loop stalled for %1 ms").arg(longest)));
-  }
-
-  void rendersEveryTabAndWizardPage() {
-    MainWindow window;
-    window.resize(1280, 820);
-    window.show();
-    // Each generation tab makes something first, so the pictures show a working tab, not an empty one.
-    for (const char* kind : {"image", "audio", "text"}) {
-      StudioTab* tab = window.tab(kind);
-      window.tabs()->setCurrentWidget(tab);
-      tab->useModel(models_.filePath(QStringLiteral("tiny-") + kind));
-      QVERIFY(wait_for_model(window, tab, QStringLiteral("tiny-") + kind));
-      if (QAbstractButton* generate = find_button(tab, "Generate")) {
-        generate->click();
-        fixture::wait_until([&] { return tab->busy(); }, 2000);
-        QVERIFY(fixture::wait_until([&] { return !tab->busy(); }, 60000));
-      }
-      QTest::qWait(100);
-      save_shot(&window, QStringLiteral("tab-") + kind);
-    }
-    for (const char* kind : {"patterns", "models"}) {
-      window.tabs()->setCurrentWidget(window.tab(kind));
-      QTest::qWait(100);
-      save_shot(&window, QStringLiteral("tab-") + kind);
-    }
-    window.logDock()->show();
-    window.context()->showError("example: an error banner as users see it");
-    QTest::qWait(50);
-    save_shot(&window, "window-log-and-error");
-
-    // The wizard's pages are rendered by its own suite (test_wizard.cpp), which drives a real run through them.
   }
 
  private:

@@ -47,8 +47,6 @@ using stx::studio::test::wait_until;
 
 namespace {
 
-const QString kShots = QStringLiteral(STX_SCREENSHOT_DIR "/wizard");
-
 // A few KB of readable text per file, different in each file.
 void write_text_folder(const QString& folder, int files) {
   QDir().mkpath(folder);
@@ -99,11 +97,6 @@ void answer_next_message_box(QMessageBox::StandardButton button, QString* text =
     }
   });
   timer->start(50);
-}
-
-void shoot(QWidget* widget, const QString& name) {
-  QDir().mkpath(kShots);
-  QVERIFY(widget->grab().save(QDir(kShots).filePath(name)));
 }
 
 }  // namespace
@@ -201,7 +194,6 @@ void WizardTest::emptyFolderKeepsNextDisabled() {
   QVERIFY(page->problemLabel()->isVisible());
   QVERIFY2(page->problemLabel()->text().contains(QStringLiteral("no readable text files")),
            qPrintable(page->problemLabel()->text()));
-  shoot(&wizard, QStringLiteral("page-1-empty-folder.png"));
 
   // and a usable folder enables it, listing the empty file as skipped
   page->setFolder(data_);
@@ -237,7 +229,6 @@ void WizardTest::imageAndAudioFoldersShowPreviews() {
   QCOMPARE(thumbnail.size(), QSize(28, 28));
   QCOMPARE(page->skippedList()->count(), 1);
   QVERIFY(page->skippedList()->item(0)->text().contains(QStringLiteral("broken.png")));
-  shoot(&wizard, QStringLiteral("page-1-image.png"));
 
   // given two seconds of a 440 Hz tone, swelling and fading twice a second, in each of two WAV files
   const QString sounds = home_->filePath(QStringLiteral("sounds"));
@@ -263,7 +254,6 @@ void WizardTest::imageAndAudioFoldersShowPreviews() {
   float loudest = 0;
   for (const auto& [low, high] : page->previews().front()->peaks()) loudest = std::max(loudest, high);
   QVERIFY(loudest > 0.5f && loudest < 0.7f);
-  shoot(&wizard, QStringLiteral("page-1-audio.png"));
 }
 
 void WizardTest::fineTuneEndToEnd() {
@@ -276,7 +266,6 @@ void WizardTest::fineTuneEndToEnd() {
   QVERIFY(wait_until([&] { return data->scanUpToDate(); }));
   QVERIFY(data->isComplete());
   QVERIFY(data->skippedList()->isVisible());
-  shoot(&wizard, QStringLiteral("page-1.png"));
 
   // Base model: the tiny model, placed in the library, is listed; it is chosen for fine-tuning.
   QDir().mkpath(library_);
@@ -289,7 +278,6 @@ void WizardTest::fineTuneEndToEnd() {
   QCOMPARE(base->presetCombo()->findData(QStringLiteral("image-small")), -1);
   base->chooseBaseModel(tinyModel_);
   QVERIFY(base->isComplete());
-  shoot(&wizard, QStringLiteral("page-2.png"));
 
   // Settings: the estimate runs by itself and shows a positive time per step.
   wizard.next();
@@ -315,7 +303,6 @@ void WizardTest::fineTuneEndToEnd() {
   QVERIFY(!defaultName.isEmpty());
   const QString runFolder = QDir(library_).filePath(QStringLiteral("my-text-model"));
   QCOMPARE(wizard.runFolder(), runFolder);
-  shoot(&wizard, QStringLiteral("page-3.png"));
 
   // Run: trains to the end; curves have points, a sample from a checkpoint is shown.
   wizard.next();
@@ -335,7 +322,6 @@ void WizardTest::fineTuneEndToEnd() {
   QVERIFY(wait_until([&] { return run->samplesShown() > 0; }, 60000));
   QVERIFY(!run->sampleView()->text().isEmpty());
   QVERIFY(wizard.button(QWizard::NextButton)->isEnabled());
-  shoot(&wizard, QStringLiteral("page-4.png"));
 
   // Finish: says where the model is and its bits/byte; Finish emits modelReady(kind, folder).
   wizard.next();
@@ -344,7 +330,6 @@ void WizardTest::fineTuneEndToEnd() {
   QVERIFY2(text.contains(QStringLiteral("my-text-model")), qPrintable(text));
   QVERIFY(text.contains(QStringLiteral("bits/byte")));
   QCOMPARE(wizard.finishPage()->finalBitsPerByte(), *run->lastValidation());
-  shoot(&wizard, QStringLiteral("page-5.png"));
   wizard.button(QWizard::FinishButton)->click();
   QCOMPARE(ready.count(), 1);
   QCOMPARE(ready.at(0).at(0).toString(), QStringLiteral("text"));
@@ -430,7 +415,6 @@ void WizardTest::settingsOfferTheGpuOnlyWhenPresent() {
     device->setDevice(QStringLiteral("auto"));
     QCOMPARE(wizard.trainOptions().device, std::string("auto"));
     QVERIFY(wait_until([&] { return !settings->estimating(); }, 60000));
-    shoot(&wizard, QStringLiteral("settings-device.png"));
   }
   // A preference this machine cannot run does not carry over: the wizard starts at Automatic instead.
   context_.setDevice(QStringLiteral("cuda"));
@@ -463,7 +447,6 @@ void WizardTest::imageRunShowsImageSamples() {
   QVERIFY(wait_until([&] { return run->samplesShown() > 0; }, 60000));
   QCOMPARE(run->sampleView()->image().size(), QSize(8, 8));
   QCOMPARE(stx::engine::describe_model(run->runFolder().toStdString()).steps_trained, int64_t(4));
-  shoot(&wizard, QStringLiteral("page-4-image.png"));
 }
 
 void WizardTest::cancelDuringRunKeepsCheckpoint() {
@@ -492,7 +475,6 @@ void WizardTest::cancelDuringRunKeepsCheckpoint() {
   QVERIFY2(run->statusLabel()->text().contains(QDir::toNativeSeparators(run->runFolder())),
            qPrintable(run->statusLabel()->text()));
   QVERIFY(run->isComplete());  // the partial model can still be finished
-  shoot(&wizard, QStringLiteral("page-4-cancelled.png"));
 }
 
 void WizardTest::resumeOfferResumesAndClosingKeepsCheckpoint() {
@@ -525,7 +507,6 @@ void WizardTest::resumeOfferResumesAndClosingKeepsCheckpoint() {
   QVERIFY(stx::engine::describe_model(stoppedFolder.toStdString()).steps_trained > stoppedAt);
   run->chart()->flush();
   QVERIFY(run->chart()->lossSeries()->count() > 0);
-  shoot(&wizard, QStringLiteral("page-4-resumed.png"));
 
   // and closing it while it trains asks, then stops and waits for the final checkpoint
   answer_next_message_box(QMessageBox::No);

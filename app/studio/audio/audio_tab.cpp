@@ -14,7 +14,6 @@
 #include <QScrollArea>
 #include <QStandardPaths>
 #include <QStyle>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -24,7 +23,6 @@
 #include "audio/wav_export.h"
 #include "audio/waveform_view.h"
 #include "core/attention_inspector.h"
-#include "core/device_choice.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
@@ -48,9 +46,9 @@ qint64 bytes_for(double seconds) { return static_cast<qint64>(std::llround(secon
 
 }  // namespace
 
-AudioTab::AudioTab(StudioContext* context, QWidget* parent) : StudioTab(context, parent) {
-  host_ = new EngineHost(this);
-  inspector_ = new AttentionInspector(host_, this);
+AudioTab::AudioTab(StudioContext* context, QWidget* parent)
+    : GenerationTab(QStringLiteral("audio"), context, parent) {
+  inspector_ = new AttentionInspector(host(), this);
   waveform_ = new WaveformView;
   playback_ = new PlaybackBar(waveform_);
   progress_ = new JobProgress;
@@ -77,16 +75,7 @@ AudioTab::AudioTab(StudioContext* context, QWidget* parent) : StudioTab(context,
   layout->addLayout(right, 1);
 
   connectWorker();
-  device_ = describe_device(context->device());
-  connect(context, &StudioContext::deviceChanged, this, [this](const QString& device) {
-    if (generating_) return;  // the running job says where it runs; the next one runs on the new device
-    device_ = describe_device(device);
-    activated();
-  });
-  connect(progress_, &JobProgress::stopRequested, host_, &EngineHost::stop);
-  connect(picker_, &ModelPicker::modelChosen, this, [this](const QString& path) {
-    if (!path.isEmpty()) host_->openModel(path);
-  });
+  connect(progress_, &JobProgress::stopRequested, host(), &EngineHost::stop);
   connect(waveform_, &WaveformView::positionClicked, this, &AudioTab::inspectAt);
   connect(playback_, &PlaybackBar::failed, this,
           [this](const QString& message) { this->context()->showError(tr("Playback: %1").arg(message)); });
@@ -96,28 +85,23 @@ AudioTab::AudioTab(StudioContext* context, QWidget* parent) : StudioTab(context,
   });
   connect(prompt_, &PromptClipBox::failed, this, [this](const QString& message) {
     this->context()->showError(message);
-    updateButtons();
+    updateControls();
   });
   connect(prompt_, &PromptClipBox::clipOpened, this, [this](const QString& path) {
     this->context()->addRecentFile(path);
     this->context()->log(StudioContext::Level::info, tr("opened clip %1").arg(path));
-    updateButtons();
+    updateControls();
   });
 
   promptChanged();
-  // A library model is opened once the window has restored the last one (or there was none).
-  QTimer::singleShot(0, this, [this] {
-    if (picker_->currentPath().isEmpty() && picker_->combo()->count() > 0)
-      picker_->combo()->setCurrentIndex(0);
-  });
+  openFirstModelLater();
 }
 
 AudioTab::~AudioTab() { playback_->stop(); }
 
 QWidget* AudioTab::buildControls() {
-  picker_ = new ModelPicker(QStringLiteral("audio"));
   auto* modelBox = new QGroupBox(tr("Model"));
-  (new QVBoxLayout(modelBox))->addWidget(picker_);
+  (new QVBoxLayout(modelBox))->addWidget(modelPicker());
 
   prompt_ = new PromptClipBox;
 
@@ -168,7 +152,7 @@ QWidget* AudioTab::buildControls() {
 
   connect(duration_, &QDoubleSpinBox::valueChanged, this, [this] {
     updateLengthNote();
-    updateButtons();
+    updateControls();
   });
   connect(generate_, &QPushButton::clicked, this, &AudioTab::generate);
   auto reinspect = [this] {
@@ -208,18 +192,8 @@ QWidget* AudioTab::buildExportRow() {
 }
 
 void AudioTab::connectWorker() {
-  EngineWorker* worker = host_->worker();
-  connect(host_, &EngineHost::busyChanged, this, [this] {
-    updateButtons();
-    emit actionsChanged();
-  });
-  connect(worker, &EngineWorker::logLine, this, [this](int level, const QString& text) {
-    context()->log(static_cast<StudioContext::Level>(level), text);
-  });
-  connect(worker, &EngineWorker::failed, this, [this](EngineJob job, const QString& message) {
-    if (job == EngineJob::openModel) summary_.reset();
-    context()->showError(message);
-  });
+  EngineWorker* worker = host()->worker();
+  logEngineLines();
   connect(worker, &EngineWorker::jobFinished, this, [this](EngineJob job, bool ok) {
     if (job == EngineJob::generate) {
       generating_ = false;
@@ -228,32 +202,13 @@ void AudioTab::connectWorker() {
       prompt_->setLocked(false);
       promptChanged();
     }
-    updateButtons();
+    updateControls();
     emit actionsChanged();
   });
-  connect(worker, &EngineWorker::modelOpened, this,
-          [this](const stx::engine::ModelSummary& summary) {
-            if (summary.kind != "audio") {
-              summary_.reset();
-              context()->showError(tr("%1: this is a %2 model; the Audio tab needs an audio model")
-                                       .arg(QString::fromStdString(summary.folder.string()),
-                                            QString::fromStdString(summary.kind)));
-            } else {
-              summary_ = summary;
-              attentionHead_->setShape(static_cast<int>(summary.layers), static_cast<int>(summary.heads));
-              picker_->showSummary(summary_line(summary));
-              context()->setStatus(this, modelName(), device_, -1);
-              prompt_->setContext(summary.context);
-            }
-            updateLengthNote();
-            updateButtons();
-          });
   connect(worker, &EngineWorker::sampleStarted, this, [this](const stx::engine::SampleStarted& started) {
     lastSeed_ = started.seed;
     promptBytes_ = started.prompt_bytes;
     sampling_->showSeedUsed(started.seed);
-    device_ = QString::fromStdString(started.device);
-    context()->setStatus(this, modelName(), device_, tokensPerSecond_);
     context()->log(StudioContext::Level::info,
                    tr("generating %n audio sample(s) of %1 s, seed %2", "", static_cast<int>(started.count))
                        .arg(seconds_text(started.length))
@@ -264,9 +219,7 @@ void AudioTab::connectWorker() {
     playback_->appendBytes(static_cast<int>(bytes.sample), bytes.bytes);
   });
   connect(worker, &EngineWorker::sampleProgress, this, [this](const stx::engine::SampleProgress& p) {
-    tokensPerSecond_ = p.tokens_per_second;
     progress_->update(p.position, p.length, p.tokens_per_second, tr("tok"), p.eta_seconds);
-    context()->setStatus(this, modelName(), device_, p.tokens_per_second);
     // Each sample grows at its share of the rate: what playing one while it grows must keep behind. While
     // the prompt is read the rate is the prompt's, many positions a call, and says nothing of generating's.
     const bool readingPrompt = p.position <= promptBytes_;
@@ -285,14 +238,12 @@ void AudioTab::connectWorker() {
     lastSeed_ = result.seed;
     sampling_->showSeedUsed(result.seed);
     waveform_->setSamples(results_, static_cast<qint64>(runPrompt_.size()));
-    tokensPerSecond_ = result.tokens_per_second;
     const qint64 longest = results_.empty() ? 0 : static_cast<qint64>(results_.front().size());
     progress_->finish(result.cancelled
                           ? tr("Stopped: kept %1 s per sample").arg(seconds_text(longest))
                           : tr("Done: %n sample(s) of %1 s · %2 tok/s", "", static_cast<int>(results_.size()))
                                 .arg(seconds_text(longest))
                                 .arg(QLocale().toString(result.tokens_per_second, 'f', 0)));
-    context()->setStatus(this, modelName(), device_, result.tokens_per_second);
   });
   connect(inspector_, &AttentionInspector::ready, this, [this](const stx::engine::AttentionProbe& probe) {
     waveform_->setAttention(static_cast<int>(probe.sample), probe.position, probe.positions, probe.weights);
@@ -304,13 +255,42 @@ void AudioTab::connectWorker() {
   });
 }
 
+// --- the model ---------------------------------------------------------------------------------------------
+
+// The open model stays until the new one has opened (or failed), and the picker keeps its summary line.
+void AudioTab::openingModel(const QString&) {}
+
+void AudioTab::modelOpened(const stx::engine::ModelSummary& summary) {
+  attentionHead_->setShape(static_cast<int>(summary.layers), static_cast<int>(summary.heads));
+  context()->setStatus(this, statusModelName(), deviceDescription(), -1);
+  prompt_->setContext(summary.context);
+  updateLengthNote();
+  updateControls();
+}
+
+void AudioTab::modelRefused(const stx::engine::ModelSummary& summary) {
+  context()->showError(
+      tr("%1: this is a %2 model; the Audio tab needs an audio model")
+          .arg(QString::fromStdString(summary.folder.string()), QString::fromStdString(summary.kind)));
+  updateLengthNote();
+  updateControls();
+}
+
+void AudioTab::modelFailed(const QString& message) { context()->showError(message); }
+
+void AudioTab::jobFailed(EngineJob, const QString& message) { context()->showError(message); }
+
+QString AudioTab::statusModelName() const {
+  return model() ? QString::fromStdString(model()->name) : tr("no audio model");
+}
+
 QString AudioTab::openFilter() const { return PromptClipBox::fileFilter(); }
 
 bool AudioTab::acceptsFile(const QString& path) const { return PromptClipBox::acceptsFile(path); }
 
 void AudioTab::openFile(const QString& path) {
   prompt_->openFile(path);
-  updateButtons();
+  updateControls();
 }
 
 bool AudioTab::clipLoading() const { return prompt_->loading(); }
@@ -332,12 +312,12 @@ void AudioTab::promptChanged() {
     }
   }
   updateLengthNote();
-  updateButtons();
+  updateControls();
 }
 
 qint64 AudioTab::generationLength() const {
   const qint64 wanted = static_cast<qint64>(prompt_->prompt().size()) + bytes_for(duration_->value());
-  return summary_ ? std::min<qint64>(wanted, summary_->context) : wanted;
+  return model() ? std::min<qint64>(wanted, model()->context) : wanted;
 }
 
 void AudioTab::updateLengthNote() {
@@ -354,12 +334,12 @@ void AudioTab::updateLengthNote() {
   lengthNote_->setText(text);
 }
 
-void AudioTab::updateButtons() {
-  const bool busy = host_->busy();
-  const bool canGenerate = summary_ && !busy && !clipLoading() &&
+void AudioTab::updateControls() {
+  const bool busy = host()->busy();
+  const bool canGenerate = modelReady() && !busy && !clipLoading() &&
                            generationLength() > static_cast<qint64>(prompt_->prompt().size());
   generate_->setEnabled(canGenerate);
-  generate_->setToolTip(!summary_ ? tr("Open an audio model first")
+  generate_->setToolTip(!modelReady() ? tr("Open an audio model first")
                         : busy    ? tr("The model is busy; Stop ends the running job")
                                   : tr("Generate (Ctrl+Return)"));
   playback_->refresh();
@@ -368,11 +348,11 @@ void AudioTab::updateButtons() {
 }
 
 void AudioTab::generate() {
-  if (!summary_) {
+  if (!modelReady()) {
     context()->showError(tr("No audio model is open: pick one in the Model box or open a model folder"));
     return;
   }
-  if (host_->busy() || clipLoading()) return;
+  if (host()->busy() || clipLoading()) return;
   stx::engine::SampleRequest request;
   request.prompt = prompt_->prompt();
   request.length = generationLength();
@@ -393,7 +373,7 @@ void AudioTab::generate() {
   runPrompt_ = prompt_->prompt();
   runPromptText_ = prompt_->promptText();
   runSettings_ = request.settings;
-  runModel_ = *summary_;
+  runModel_ = *model();
   results_.clear();
   liveProbes_.clear();
   lastSeed_.reset();
@@ -405,9 +385,9 @@ void AudioTab::generate() {
   attentionNote_->setText(
       tr("After generating, click a point of a sample to see what this head attended to "
          "there."));
-  host_->generate(request);
+  host()->generate(request);
   prompt_->setLocked(true);
-  updateButtons();
+  updateControls();
   emit actionsChanged();
 }
 
@@ -416,12 +396,8 @@ void AudioTab::inspectAt(int lane, qint64 position) {
   if (position < 0 || position >= static_cast<qint64>(results_[static_cast<size_t>(lane)].size())) return;
   attentionNote_->setText(tr("Inspecting position %1...").arg(position));
   // One inspection at a time; the latest click waits and replaces any older waiting one.
-  inspector_->request(lane, results_[static_cast<size_t>(lane)], attentionHead_->layer(), attentionHead_->head(),
-                      summary_ ? static_cast<int>(summary_->heads) : 1, position);
-}
-
-QString AudioTab::modelName() const {
-  return summary_ ? QString::fromStdString(summary_->name) : tr("no audio model");
+  inspector_->request(lane, results_[static_cast<size_t>(lane)], attentionHead_->layer(),
+                      attentionHead_->head(), model() ? static_cast<int>(model()->heads) : 1, position);
 }
 
 bool AudioTab::canExport() const {
@@ -485,7 +461,7 @@ void AudioTab::restoreSettings(QSettings& settings) {
   liveAttention_->setChecked(settings.value(QStringLiteral("liveAttention"), true).toBool());
   attentionHead_->restore(settings, QStringLiteral("probeLayer"), QStringLiteral("probeHead"));
   const QString model = settings.value(QStringLiteral("model")).toString();
-  if (!model.isEmpty() && QFileInfo(model).isDir()) picker_->choose(model);
+  if (!model.isEmpty() && QFileInfo(model).isDir()) modelPicker()->choose(model);
 }
 
 void AudioTab::saveSettings(QSettings& settings) const {
@@ -497,23 +473,11 @@ void AudioTab::saveSettings(QSettings& settings) const {
   settings.setValue(QStringLiteral("lastFolder"), lastFolder_);
   settings.setValue(QStringLiteral("liveAttention"), liveAttention_->isChecked());
   attentionHead_->save(settings, QStringLiteral("probeLayer"), QStringLiteral("probeHead"));
-  settings.setValue(QStringLiteral("model"), picker_->currentPath());
+  settings.setValue(QStringLiteral("model"), modelPicker()->currentPath());
 }
-
-void AudioTab::useModel(const QString& path) { picker_->choose(path); }
-
-void AudioTab::refreshModels() { picker_->refresh(); }
-
-void AudioTab::activated() {
-  context()->setStatus(this, modelName(), summary_ ? device_ : QString(), tokensPerSecond_);
-}
-
-bool AudioTab::busy() const { return host_->busy(); }
-
-bool AudioTab::hasRunningWork() const { return host_->generating(); }
 
 void AudioTab::stop() {
-  host_->stop();
+  GenerationTab::stop();
   playback_->stop();
 }
 

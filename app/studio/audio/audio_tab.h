@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/engine_types.h"
+#include "core/generation_tab.h"
 #include "core/layer_head_picker.h"
-#include "core/studio_tab.h"
 
 class QCheckBox;
 class QComboBox;
@@ -25,14 +25,12 @@ namespace stx::studio {
 class AudioPlayer;
 class PlaybackBar;
 class AttentionInspector;
-class EngineHost;
 class JobProgress;
-class ModelPicker;
 class PromptClipBox;
 class SamplingControls;
 class WaveformView;
 
-class AudioTab : public StudioTab {
+class AudioTab : public GenerationTab {
   Q_OBJECT
 
  public:
@@ -46,11 +44,7 @@ class AudioTab : public StudioTab {
   void exportResults() override;
   void restoreSettings(QSettings& settings) override;
   void saveSettings(QSettings& settings) const override;
-  void useModel(const QString& path) override;
-  void refreshModels() override;
-  void activated() override;
-  bool busy() const override;
-  bool hasRunningWork() const override;
+  // Stops the generation and the playback.
   void stop() override;
 
   // Starts a generation with the controls' settings (what the Generate button does).
@@ -62,7 +56,6 @@ class AudioTab : public StudioTab {
   // The prompt the next generation starts with (the kept part of the clip) and the bytes per sample.
   const Bytes& promptBytes() const;
   qint64 generationLength() const;
-  bool modelReady() const { return summary_.has_value(); }
   bool clipLoading() const;
   QString clipName() const;
   const std::vector<Bytes>& results() const { return results_; }
@@ -72,7 +65,6 @@ class AudioTab : public StudioTab {
   WaveformView* waveform() const { return waveform_; }
   AudioPlayer* player() const;
   SamplingControls* sampling() const { return sampling_; }
-  ModelPicker* modelPicker() const { return picker_; }
   JobProgress* progress() const { return progress_; }
   QPushButton* generateButton() const { return generate_; }
   QPushButton* playButton() const;
@@ -86,19 +78,24 @@ class AudioTab : public StudioTab {
   QComboBox* outputRateBox() const { return outputRate_; }
   QCheckBox* exportAllBox() const { return exportAll_; }
 
+ protected:
+  void openingModel(const QString& path) override;
+  void modelOpened(const stx::engine::ModelSummary& summary) override;
+  void modelRefused(const stx::engine::ModelSummary& summary) override;
+  void modelFailed(const QString& message) override;
+  void jobFailed(EngineJob job, const QString& message) override;
+  void updateControls() override;
+  QString statusModelName() const override;
+
  private:
   QWidget* buildControls();
   QWidget* buildExportRow();
   void connectWorker();
   void promptChanged();
   void updateLengthNote();
-  void updateButtons();
   void inspectAt(int lane, qint64 position);
-  QString modelName() const;
 
-  EngineHost* host_;
   PlaybackBar* playback_;
-  ModelPicker* picker_;
   SamplingControls* sampling_;
   WaveformView* waveform_;
   JobProgress* progress_;
@@ -113,9 +110,6 @@ class AudioTab : public StudioTab {
   QCheckBox* exportAll_;
   QPushButton* export_;
 
-  std::optional<stx::engine::ModelSummary> summary_;
-  QString device_;  // where the latest job ran, or where the next runs (Preferences > Device)
-  double tokensPerSecond_ = -1;
   int64_t promptBytes_ = 0;  // of the run in progress (SampleStarted::prompt_bytes)
 
   // The run being shown, and how it was made (for exports).

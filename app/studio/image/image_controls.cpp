@@ -18,8 +18,8 @@
 
 namespace stx::studio {
 
-ImageControls::ImageControls(int maxSamples, QWidget* parent) : QWidget(parent) {
-  picker_ = new ModelPicker(QStringLiteral("image"));
+ImageControls::ImageControls(ModelPicker* picker, int maxSamples, QWidget* parent)
+    : QWidget(parent), picker_(picker) {
   auto* modelBox = new QGroupBox(tr("Model"));
   (new QVBoxLayout(modelBox))->addWidget(picker_);
 

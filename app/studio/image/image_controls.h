@@ -22,7 +22,8 @@ class ImageControls : public QWidget {
   Q_OBJECT
 
  public:
-  explicit ImageControls(int maxSamples, QWidget* parent = nullptr);
+  // `picker` is the tab's (GenerationTab::modelPicker()); the panel only places it.
+  ImageControls(ModelPicker* picker, int maxSamples, QWidget* parent = nullptr);
 
   // The open model's layers and heads. The choice made before (or restored from the settings) is kept where
   // it still exists.

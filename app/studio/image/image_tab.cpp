@@ -1,7 +1,6 @@
 #include "image/image_tab.h"
 
 #include <QCheckBox>
-#include <QComboBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -13,13 +12,11 @@
 #include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <exception>
 
 #include "core/attention_inspector.h"
-#include "core/device_choice.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
@@ -39,12 +36,10 @@ constexpr int kMaxSamples = 16;
 }  // namespace
 
 ImageTab::ImageTab(StudioContext* context, QWidget* parent)
-    : StudioTab(context, parent),
-      host_(new EngineHost(this)),
-      inspector_(new AttentionInspector(host_, this)),
+    : GenerationTab(QStringLiteral("image"), context, parent),
+      inspector_(new AttentionInspector(host(), this)),
       loader_(new ImageLoader(this)) {
-  controls_ = new ImageControls(kMaxSamples);
-  picker_ = controls_->picker();
+  controls_ = new ImageControls(modelPicker(), kMaxSamples);
   sampling_ = controls_->sampling();
   promptText_ = controls_->promptText();
   keepRows_ = controls_->keepRowsBox();
@@ -72,13 +67,12 @@ ImageTab::ImageTab(StudioContext* context, QWidget* parent)
   column->addWidget(progress_);
 
   connectEngine();
-  connect(picker_, &ModelPicker::modelChosen, this, &ImageTab::openChosenModel);
   connect(controls_->openImageButton(), &QPushButton::clicked, this, &ImageTab::openImageWithDialog);
   connect(controls_->clearImageButton(), &QPushButton::clicked, this, &ImageTab::clearPromptImage);
   connect(keepRows_, &QSpinBox::valueChanged, this, [this](int rows) {
     canvas_->setCutRow(rows);
     updatePromptText();
-    updateActions();
+    updateControls();
   });
   connect(generate_, &QPushButton::clicked, this, &ImageTab::generate);
   connect(regenerate_, &QPushButton::clicked, this, &ImageTab::regenerateSelected);
@@ -89,73 +83,43 @@ ImageTab::ImageTab(StudioContext* context, QWidget* parent)
   connect(exportAll_, &QPushButton::clicked, this, &ImageTab::exportAllWithDialog);
   connect(progress_, &JobProgress::stopRequested, this, &ImageTab::stop);
   connect(canvas_, &ImageCanvas::cutRowChanged, keepRows_, &QSpinBox::setValue);
-  connect(canvas_, &ImageCanvas::sampleSelected, this, [this] { updateActions(); });
+  connect(canvas_, &ImageCanvas::sampleSelected, this, [this] { updateControls(); });
   connect(canvas_, &ImageCanvas::pixelHovered, this, &ImageTab::pixelHovered);
   connect(canvas_, &ImageCanvas::pixelClicked, this, &ImageTab::pixelClicked);
   connect(loader_, &ImageLoader::loaded, this, &ImageTab::imageLoaded);
   connect(loader_, &ImageLoader::failed, this, &ImageTab::imageFailed);
   connect(inspector_, &AttentionInspector::ready, this, &ImageTab::inspected);
-  device_ = describe_device(context->device());
-  connect(context, &StudioContext::deviceChanged, this, [this](const QString& device) {
-    if (busy()) return;  // the running job says where it runs; the next one runs on the new device
-    device_ = describe_device(device);
-    updateStatus();
-  });
 
   updatePromptText();
-  updateActions();
-  // With nothing restored from the settings, the first library model is opened, so Generate works at once.
-  QTimer::singleShot(0, this, [this] {
-    if (picker_->currentPath().isEmpty() && picker_->combo()->count() > 0)
-      picker_->combo()->setCurrentIndex(0);
-  });
+  updateControls();
+  openFirstModelLater();
 }
 
 void ImageTab::connectEngine() {
-  EngineWorker* worker = host_->worker();
-  connect(worker, &EngineWorker::modelOpened, this, &ImageTab::modelOpened);
-  connect(worker, &EngineWorker::failed, this, &ImageTab::jobFailed);
+  EngineWorker* worker = host()->worker();
   connect(worker, &EngineWorker::jobFinished, this, &ImageTab::jobEnded);
   connect(worker, &EngineWorker::sampleStarted, this, &ImageTab::sampleStarted);
   connect(worker, &EngineWorker::sampleBytes, this, &ImageTab::sampleBytes);
   connect(worker, &EngineWorker::sampleProgress, this, &ImageTab::sampleProgress);
   connect(worker, &EngineWorker::attentionProbe, this, &ImageTab::attentionProbe);
   connect(worker, &EngineWorker::sampleFinished, this, &ImageTab::sampleFinished);
-  // Errors come once more through failed(), which shows them (and logs them): only the rest is logged here.
-  connect(worker, &EngineWorker::logLine, this, [this](int level, const QString& text) {
-    if (level < 2) context()->log(static_cast<StudioContext::Level>(std::max(level, 0)), text);
-  });
+  logEngineLines();
 }
 
 // --- the model ---------------------------------------------------------------------------------------------
 
-void ImageTab::useModel(const QString& path) { picker_->choose(path); }
+bool ImageTab::acceptsModel(const stx::engine::ModelSummary& summary) const {
+  return GenerationTab::acceptsModel(summary) && summary.image_height > 0 && summary.image_width > 0 &&
+         summary.image_channels > 0;
+}
 
-void ImageTab::refreshModels() { picker_->refresh(); }
-
-void ImageTab::openChosenModel(const QString& path) {
-  if (path.isEmpty()) return;
-  modelReady_ = false;
-  modelOpening_ = true;
+void ImageTab::openingModel(const QString& path) {
+  forgetModel(path);
   inspector_->cancel();
-  picker_->showSummary(tr("Opening %1...").arg(QFileInfo(path).fileName()));
-  host_->openModel(path);
-  updateActions();
+  updateControls();
 }
 
 void ImageTab::modelOpened(const stx::engine::ModelSummary& summary) {
-  modelOpening_ = false;
-  if (summary.kind != "image" || summary.image_height <= 0 || summary.image_width <= 0 ||
-      summary.image_channels <= 0) {
-    const QString folder = QString::fromStdString(summary.folder.string());
-    context()->showError(tr("%1: this is a %2 model; the Image tab needs an image model")
-                             .arg(folder, QString::fromStdString(summary.kind)));
-    picker_->showSummary(tr("Not an image model: choose another."));
-    updateActions();
-    return;
-  }
-  summary_ = summary;
-  modelReady_ = true;
   pinned_ = Pinned{};
   results_.clear();
   origins_.clear();
@@ -165,7 +129,6 @@ void ImageTab::modelOpened(const stx::engine::ModelSummary& summary) {
   keepRows_->setRange(0, std::max(0, height - 1));
   canvas_->setCutRow(keepRows_->value());
   controls_->setLayersAndHeads(static_cast<int>(summary.layers), static_cast<int>(summary.heads));
-  picker_->showSummary(summary_line(summary));
   // The prompt image is decoded again at this model's size.
   const QString image = !requestedPath_.isEmpty() ? requestedPath_ : promptPath_;
   if (!image.isEmpty()) {
@@ -174,23 +137,33 @@ void ImageTab::modelOpened(const stx::engine::ModelSummary& summary) {
                   {height, static_cast<int>(summary.image_width), static_cast<int>(summary.image_channels)});
   }
   updatePromptText();
-  updateStatus();
-  updateActions();
+  showStatus();
+  updateControls();
+}
+
+void ImageTab::modelRefused(const stx::engine::ModelSummary& summary) {
+  const QString folder = QString::fromStdString(summary.folder.string());
+  context()->showError(tr("%1: this is a %2 model; the Image tab needs an image model")
+                           .arg(folder, QString::fromStdString(summary.kind)));
+  modelPicker()->showSummary(tr("Not an image model: choose another."));
+  updateControls();
+}
+
+void ImageTab::modelFailed(const QString& message) {
+  modelPicker()->showSummary(tr("Could not open this model."));
+  context()->showError(message);
+  updateControls();
 }
 
 void ImageTab::jobFailed(EngineJob job, const QString& message) {
-  if (job == EngineJob::openModel) {
-    modelOpening_ = false;
-    picker_->showSummary(tr("Could not open this model."));
-    context()->showError(message);
-  } else if (job == EngineJob::generate || job == EngineJob::regenerate) {
+  if (job == EngineJob::generate || job == EngineJob::regenerate) {
     progress_->finish(tr("Failed"));
     context()->showError(message);
   } else {
     // A failed inspection (a pixel outside a stopped sample) is not worth a banner.
     context()->log(StudioContext::Level::warning, message);
   }
-  updateActions();
+  updateControls();
 }
 
 void ImageTab::jobEnded(EngineJob job, bool ok) {
@@ -198,14 +171,14 @@ void ImageTab::jobEnded(EngineJob job, bool ok) {
   if (!ok && regenerateTarget_ >= 0) canvas_->setNote(regenerateTarget_, tr("failed"));
   job_ = Job::none;
   regenerateTarget_ = -1;
-  updateActions();
+  updateControls();
 }
 
 // --- generation --------------------------------------------------------------------------------------------
 
 stx::engine::SampleRequest ImageTab::baseRequest() const {
   stx::engine::SampleRequest request;
-  request.length = std::min<int64_t>(canvas_->imageBytes(), summary_.context);
+  request.length = std::min<int64_t>(canvas_->imageBytes(), model()->context);
   request.settings = sampling_->settings();
   request.seed = sampling_->seed();
   if (liveAttention_->isChecked() && controls_->layer() >= 0) {
@@ -219,8 +192,8 @@ stx::engine::SampleRequest ImageTab::baseRequest() const {
 
 void ImageTab::generate() {
   if (busy()) return;
-  if (!modelReady_) {
-    context()->showError(modelOpening_
+  if (!modelReady()) {
+    context()->showError(opening()
                              ? tr("The model is still opening; press Generate again in a moment.")
                              : tr("No image model is open: choose one under Model, or open a model folder."));
     return;
@@ -244,13 +217,14 @@ void ImageTab::generate() {
   job_ = Job::generate;
   progress_->start(request.count == 1 ? tr("Generating 1 sample...")
                                       : tr("Generating %1 samples...").arg(request.count));
-  host_->generate(request);
-  updateActions();
+  resultsModel_ = *model();
+  host()->generate(request);
+  updateControls();
 }
 
 void ImageTab::regenerateSelected() {
   if (busy()) return;
-  if (!modelReady_) {
+  if (!modelReady()) {
     context()->showError(tr("No image model is open: choose one under Model, or open a model folder."));
     return;
   }
@@ -283,8 +257,8 @@ void ImageTab::regenerateSelected() {
   regenerateTarget_ = sample;
   job_ = Job::regenerate;
   progress_->start(tr("Regenerating #%1 from row %2...").arg(sample + 1).arg(rows));
-  host_->regenerate(results_[sample], keep, request);
-  updateActions();
+  host()->regenerate(results_[sample], keep, request);
+  updateControls();
 }
 
 int ImageTab::cellOf(int64_t engineSample) const {
@@ -296,8 +270,6 @@ void ImageTab::sampleStarted(const stx::engine::SampleStarted& started) {
   if (job_ == Job::none) return;
   jobOrigin_.seed = started.seed;
   sampling_->showSeedUsed(started.seed);
-  device_ = QString::fromStdString(started.device);
-  updateStatus();
 }
 
 void ImageTab::sampleBytes(const stx::engine::SampleBytes& bytes) {
@@ -311,8 +283,6 @@ void ImageTab::sampleProgress(const stx::engine::SampleProgress& progress) {
   if (job_ == Job::none) return;
   progress_->update(progress.position, progress.length, progress.tokens_per_second, tr("tok"),
                     progress.eta_seconds);
-  lastRate_ = progress.tokens_per_second;
-  updateStatus();
 }
 
 void ImageTab::attentionProbe(const stx::engine::AttentionProbe& probe) {
@@ -346,25 +316,21 @@ void ImageTab::sampleFinished(const stx::engine::SampleResult& result) {
   }
   // The live overlay has done its job; from now on pointing at a pixel shows its attention.
   canvas_->clearAttention();
-  lastRate_ = result.tokens_per_second;
   const QString rate = QLocale().toString(result.tokens_per_second, 'f', 0);
   progress_->finish(result.cancelled ? tr("Stopped · seed %1 · what was drawn is kept").arg(result.seed)
                                      : tr("Done · seed %1 · %2 tok/s in %3")
                                            .arg(result.seed)
                                            .arg(rate, format_duration(result.seconds)));
-  updateStatus();
   emit actionsChanged();
 }
-
-void ImageTab::stop() { host_->stop(); }
 
 // --- attention after generation ----------------------------------------------------------------------------
 
 void ImageTab::inspectAt(int sample, qint64 position) {
-  if (busy() || !modelReady_ || sample < 0 || sample >= static_cast<int>(results_.size())) return;
+  if (busy() || !modelReady() || sample < 0 || sample >= static_cast<int>(results_.size())) return;
   const Bytes& bytes = results_[sample];
   if (position < 0 || position >= static_cast<qint64>(bytes.size()) || controls_->layer() < 0) return;
-  inspector_->request(sample, bytes, controls_->layer(), controls_->head(), static_cast<int>(summary_.heads),
+  inspector_->request(sample, bytes, controls_->layer(), controls_->head(), static_cast<int>(model()->heads),
                       position);
 }
 
@@ -411,7 +377,7 @@ void ImageTab::openImageWithDialog() {
 void ImageTab::openFile(const QString& path) {
   requestedPath_ = path;
   imageFolder_ = QFileInfo(path).absolutePath();
-  if (modelReady_) {
+  if (modelReady()) {
     loader_->load(path, {canvas_->imageHeight(), canvas_->imageWidth(), canvas_->imageChannels()});
   }
   updatePromptText();  // without a model it loads as soon as one is open
@@ -428,7 +394,7 @@ void ImageTab::imageLoaded(const QString& path, const Bytes& bytes) {
   if (first && keepRows_->value() == 0) keepRows_->setValue(canvas_->imageHeight() / 2);
   context()->addRecentFile(path);
   updatePromptText();
-  updateActions();
+  updateControls();
 }
 
 void ImageTab::imageFailed(const QString& path, const QString& message) {
@@ -445,13 +411,13 @@ void ImageTab::clearPromptImage() {
   promptImage_.clear();
   canvas_->setPrompt({}, {});
   updatePromptText();
-  updateActions();
+  updateControls();
 }
 
 void ImageTab::updatePromptText() {
   const int rows = keepRows_->value();
   QString text;
-  if (!requestedPath_.isEmpty() && !modelReady_) {
+  if (!requestedPath_.isEmpty() && !modelReady()) {
     text = tr("%1 is used once an image model is open.").arg(QFileInfo(requestedPath_).fileName());
   } else if (!requestedPath_.isEmpty()) {
     text = tr("Loading %1...").arg(QFileInfo(requestedPath_).fileName());
@@ -478,7 +444,7 @@ void ImageTab::exportResults() { exportAllWithDialog(); }
 bool ImageTab::exportSample(int index, const QString& path, stx::engine::Overwrite overwrite) {
   if (index < 0 || index >= static_cast<int>(results_.size())) return false;
   try {
-    write_sample_png(path.toStdString(), results_[index], summary_, origins_[index], overwrite);
+    write_sample_png(path.toStdString(), results_[index], resultsModel_, origins_[index], overwrite);
   } catch (const std::exception& e) {
     context()->showError(QString::fromStdString(e.what()));
     return false;
@@ -529,7 +495,7 @@ void ImageTab::exportSelectedWithDialog() {
   const int index = std::max(0, canvas_->selectedSample());
   if (!canExport() || index >= static_cast<int>(results_.size())) return;
   const QString name = QStringLiteral("%1-seed%2-%3.png")
-                           .arg(QString::fromStdString(summary_.name))
+                           .arg(QString::fromStdString(resultsModel_.name))
                            .arg(origins_[index].seed)
                            .arg(index + 1);
   const QString path = askExportPath(tr("Export sample #%1 as PNG").arg(index + 1), name);
@@ -539,8 +505,9 @@ void ImageTab::exportSelectedWithDialog() {
 void ImageTab::exportAllWithDialog() {
   if (!canExport()) return;
   const int count = static_cast<int>(results_.size());
-  const QString name =
-      QStringLiteral("%1-seed%2.png").arg(QString::fromStdString(summary_.name)).arg(origins_.front().seed);
+  const QString name = QStringLiteral("%1-seed%2.png")
+                           .arg(QString::fromStdString(resultsModel_.name))
+                           .arg(origins_.front().seed);
   const QString path = askExportPath(
       count == 1 ? tr("Export the sample as PNG") : tr("Export %1 samples as PNG (numbered)").arg(count),
       name);
@@ -560,25 +527,21 @@ void ImageTab::restoreSettings(QSettings& settings) {
   controls_->restore(settings);
   imageFolder_ = settings.value(QStringLiteral("imageFolder"), imageFolder_).toString();
   exportFolder_ = settings.value(QStringLiteral("exportFolder"), exportFolder_).toString();
-  const QString model = settings.value(QStringLiteral("model")).toString();
-  if (!model.isEmpty() && QFileInfo(model).isDir() && model != picker_->currentPath()) picker_->choose(model);
+  const QString saved = settings.value(QStringLiteral("model")).toString();
+  if (!saved.isEmpty() && QFileInfo(saved).isDir() && saved != modelPicker()->currentPath()) {
+    modelPicker()->choose(saved);
+  }
 }
 
 void ImageTab::saveSettings(QSettings& settings) const {
   controls_->save(settings);
   settings.setValue(QStringLiteral("imageFolder"), imageFolder_);
   settings.setValue(QStringLiteral("exportFolder"), exportFolder_);
-  if (!picker_->currentPath().isEmpty()) settings.setValue(QStringLiteral("model"), picker_->currentPath());
+  const QString chosen = modelPicker()->currentPath();
+  if (!chosen.isEmpty()) settings.setValue(QStringLiteral("model"), chosen);
 }
 
-void ImageTab::activated() { updateStatus(); }
-
-void ImageTab::updateStatus() {
-  const QString model = modelReady_ ? QString::fromStdString(summary_.name) : QString();
-  context()->setStatus(this, model, modelReady_ ? device_ : QString(), lastRate_);
-}
-
-void ImageTab::updateActions() {
+void ImageTab::updateControls() {
   const bool running = busy();
   generate_->setEnabled(!running);
   const int selected = canvas_->selectedSample();

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/engine_types.h"
-#include "core/studio_tab.h"
+#include "core/generation_tab.h"
 #include "image/image_canvas.h"
 #include "image/image_export.h"
 
@@ -21,14 +21,12 @@ class QSpinBox;
 namespace stx::studio {
 
 class AttentionInspector;
-class EngineHost;
 class ImageControls;
 class ImageLoader;
 class JobProgress;
-class ModelPicker;
 class SamplingControls;
 
-class ImageTab : public StudioTab {
+class ImageTab : public GenerationTab {
   Q_OBJECT
 
  public:
@@ -41,11 +39,8 @@ class ImageTab : public StudioTab {
   void exportResults() override;
   void restoreSettings(QSettings& settings) override;
   void saveSettings(QSettings& settings) const override;
-  void useModel(const QString& path) override;
-  void refreshModels() override;
-  void activated() override;
+  // A generation or regeneration is queued or running; opening a model or inspecting a pixel does not count.
   bool busy() const override { return job_ != Job::none; }
-  void stop() override;
 
   // What the buttons do, without the dialogs (the window's actions and the tests call these).
   void generate();
@@ -56,16 +51,12 @@ class ImageTab : public StudioTab {
   // Shows what the chosen layer and head attended for byte `position` of a finished sample.
   void inspectAt(int sample, qint64 position);
 
-  bool modelReady() const { return modelReady_; }
-  const stx::engine::ModelSummary& summary() const { return summary_; }
   const stx::engine::SampleResult& lastResult() const { return lastResult_; }
   // The finished samples (prompt included), as exports and inspections use them.
   const std::vector<Bytes>& samples() const { return results_; }
   const Bytes& promptImage() const { return promptImage_; }
 
   ImageCanvas* canvas() const { return canvas_; }
-  EngineHost* host() const { return host_; }
-  ModelPicker* modelPicker() const { return picker_; }
   SamplingControls* samplingControls() const { return sampling_; }
   JobProgress* progress() const { return progress_; }
   ImageControls* controls() const { return controls_; }
@@ -74,13 +65,19 @@ class ImageTab : public StudioTab {
   QSpinBox* keepRowsBox() const { return keepRows_; }
   QCheckBox* liveAttentionBox() const { return liveAttention_; }
 
+ protected:
+  bool acceptsModel(const stx::engine::ModelSummary& summary) const override;
+  void openingModel(const QString& path) override;
+  void modelOpened(const stx::engine::ModelSummary& summary) override;
+  void modelRefused(const stx::engine::ModelSummary& summary) override;
+  void modelFailed(const QString& message) override;
+  void jobFailed(EngineJob job, const QString& message) override;
+  void updateControls() override;
+
  private:
   enum class Job { none, generate, regenerate };
 
   void connectEngine();
-  void openChosenModel(const QString& path);
-  void modelOpened(const stx::engine::ModelSummary& summary);
-  void jobFailed(EngineJob job, const QString& message);
   void jobEnded(EngineJob job, bool ok);
   void sampleStarted(const stx::engine::SampleStarted& started);
   void sampleBytes(const stx::engine::SampleBytes& bytes);
@@ -96,21 +93,17 @@ class ImageTab : public StudioTab {
   stx::engine::SampleRequest baseRequest() const;
   int cellOf(int64_t engineSample) const;
   void updatePromptText();
-  void updateActions();
-  void updateStatus();
   void exportSelectedWithDialog();
   void exportAllWithDialog();
   QString askExportPath(const QString& title, const QString& suggestedName);
   bool confirmReplacing(const QStringList& existing);
   void openImageWithDialog();
 
-  EngineHost* host_;
   AttentionInspector* inspector_;
   ImageLoader* loader_;
 
   // The panel's controls the tab uses most, kept at hand.
   ImageControls* controls_ = nullptr;
-  ModelPicker* picker_ = nullptr;
   SamplingControls* sampling_ = nullptr;
   QLabel* promptText_ = nullptr;
   QSpinBox* keepRows_ = nullptr;
@@ -122,11 +115,6 @@ class ImageTab : public StudioTab {
   ImageCanvas* canvas_ = nullptr;
   JobProgress* progress_ = nullptr;
 
-  stx::engine::ModelSummary summary_;
-  QString device_;  // where the latest job ran, or where the next runs (Preferences > Device)
-  bool modelReady_ = false, modelOpening_ = false;
-  double lastRate_ = -1;
-
   QString promptPath_;     // the image whose bytes are in promptImage_
   QString requestedPath_;  // the image being loaded, if any
   Bytes promptImage_;      // at the open model's shape
@@ -135,6 +123,7 @@ class ImageTab : public StudioTab {
   int regenerateTarget_ = -1;
   SampleOrigin jobOrigin_;  // the running job's prompt and settings; its seed once started
   stx::engine::SampleResult lastResult_;
+  stx::engine::ModelSummary resultsModel_;  // the model the results came from, which exports record
   std::vector<Bytes> results_;
   std::vector<SampleOrigin> origins_;
 

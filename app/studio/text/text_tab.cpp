@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <exception>
 
-#include "core/device_choice.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
@@ -51,24 +50,16 @@ Bytes prompt_bytes(const QPlainTextEdit* editor) {
 }  // namespace
 
 TextTab::TextTab(StudioContext* context, QWidget* parent)
-    : StudioTab(context, parent),
-      host_(new EngineHost(this)),
-      inspector_(new TextAttentionInspector(host_, this)) {
+    : GenerationTab(QStringLiteral("text"), context, parent),
+      inspector_(new TextAttentionInspector(host(), this)) {
   buildLayout();
   connectEngine();
-  device_ = describe_device(context->device());
-  connect(context, &StudioContext::deviceChanged, this, [this](const QString& device) {
-    if (generating_) return;  // the running job says where it runs; the next one runs on the new device
-    device_ = describe_device(device);
-    showStatus();
-  });
   setAcceptDrops(true);
   updateContextNote();
   updateControls();
 }
 
 void TextTab::buildLayout() {
-  picker_ = new ModelPicker(QStringLiteral("text"), this);
   prompt_ = new QPlainTextEdit;
   prompt_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   prompt_->setPlaceholderText(tr("Type a prompt to continue, or open or drop a text file here"));
@@ -107,11 +98,10 @@ void TextTab::buildLayout() {
   middle->addWidget(split, 1);
   middle->addWidget(side_);
   auto* column = new QVBoxLayout(this);
-  column->addWidget(picker_);
+  column->addWidget(modelPicker());
   column->addLayout(middle, 1);
   column->addWidget(progress_);
 
-  connect(picker_, &ModelPicker::modelChosen, this, &TextTab::openModel);
   connect(prompt_, &QPlainTextEdit::textChanged, this, &TextTab::updateContextNote);
   connect(side_->bytesToGenerateBox(), &QSpinBox::valueChanged, this, &TextTab::updateContextNote);
   connect(side_->generateButton(), &QPushButton::clicked, this, &TextTab::generate);
@@ -135,8 +125,7 @@ void TextTab::buildLayout() {
 }
 
 void TextTab::connectEngine() {
-  EngineWorker* worker = host_->worker();
-  connect(worker, &EngineWorker::modelOpened, this, &TextTab::onModelOpened);
+  EngineWorker* worker = host()->worker();
   connect(worker, &EngineWorker::sampleStarted, this, &TextTab::onStarted);
   connect(worker, &EngineWorker::sampleProgress, this, &TextTab::onProgress);
   connect(worker, &EngineWorker::sampleBytes, this, [this](const stx::engine::SampleBytes& b) {
@@ -145,25 +134,20 @@ void TextTab::connectEngine() {
   connect(worker, &EngineWorker::attentionProbe, this, &TextTab::onProbe);
   connect(worker, &EngineWorker::sampleFinished, this, &TextTab::onFinished);
   connect(inspector_, &TextAttentionInspector::inspected, this, &TextTab::onInspected);
-  connect(worker, &EngineWorker::failed, this, &TextTab::onFailed);
   connect(worker, &EngineWorker::jobFinished, this, [this](EngineJob job, bool) { onJobFinished(job); });
-  connect(host_, &EngineHost::busyChanged, this, [this] {
-    updateControls();
-    emit actionsChanged();
-  });
 }
 
 // --- generation -------------------------------------------------------------------------------------
 
 void TextTab::generate() {
-  if (!summary_ || generating_) return;
+  if (!modelReady() || generating_) return;
   Bytes prompt = prompt_bytes(prompt_);
   const GenerationPlan fit =
-      GenerationPlan::fit(prompt, side_->bytesToGenerateBox()->value(), summary_->context);
+      GenerationPlan::fit(prompt, side_->bytesToGenerateBox()->value(), model()->context);
   if (fit.generate < 1) {
     context()->showError(tr("%1: its context of %2 bytes leaves no room to generate")
-                             .arg(QString::fromStdString(summary_->name))
-                             .arg(summary_->context));
+                             .arg(QString::fromStdString(model()->name))
+                             .arg(model()->context));
     return;
   }
   prompt.erase(prompt.begin(), prompt.begin() + fit.dropped);
@@ -188,7 +172,7 @@ void TextTab::generate() {
   inspected_ = pinned_ = -1;
   result_.reset();
   generating_ = true;
-  tokensPerSecond_ = -1;
+  clearTokensPerSecond();
   const int count = static_cast<int>(request.count);
   view_->startRun(count, prompt);
   {
@@ -205,15 +189,13 @@ void TextTab::generate() {
                                     .arg(request.probe_head + 1)
                               : tr("Generating..."));
   progress_->start(tr("Generating %1 bytes...").arg(QLocale().toString(fit.generate * count)));
-  host_->generate(request);
+  host()->generate(request);
   updateControls();
   emit actionsChanged();
 }
 
 void TextTab::onStarted(const stx::engine::SampleStarted& started) {
   side_->samplingControls()->showSeedUsed(started.seed);
-  device_ = QString::fromStdString(started.device);
-  showStatus();
   context()->log(StudioContext::Level::info, tr("text: %1 samples of %2 bytes, seed %3")
                                                  .arg(started.count)
                                                  .arg(started.length)
@@ -223,8 +205,6 @@ void TextTab::onStarted(const stx::engine::SampleStarted& started) {
 void TextTab::onProgress(const stx::engine::SampleProgress& progress) {
   progress_->update(progress.position, progress.length, progress.tokens_per_second, tr("tok"),
                     progress.eta_seconds);
-  tokensPerSecond_ = progress.tokens_per_second;
-  showStatus();
 }
 
 void TextTab::onProbe(const stx::engine::AttentionProbe& probe) {
@@ -239,7 +219,6 @@ void TextTab::onFinished(const stx::engine::SampleResult& result) {
   side_->samplingControls()->showSeedUsed(result.seed);
   std::vector<Bytes> samples(result.samples.begin(), result.samples.end());
   view_->finishRun(samples);
-  tokensPerSecond_ = result.tokens_per_second;
   const QLocale locale;
   if (result.cancelled) {
     progress_->finish(
@@ -251,19 +230,12 @@ void TextTab::onFinished(const stx::engine::SampleResult& result) {
                           .arg(locale.toString(result.tokens_per_second, 'f', 0)));
   }
   attentionNote_->setText(tr("Hover over a character to see what it attended; click to keep it."));
-  showStatus();
   updateControls();
   emit actionsChanged();
 }
 
-void TextTab::onFailed(EngineJob job, const QString& message) {
-  if (job == EngineJob::openModel) {
-    const QString name = QFileInfo(openingPath_).fileName();
-    picker_->showSummary(tr("Could not open %1").arg(name));
-    summary_.reset();
-    context()->showError(message.contains(name) ? message : tr("%1: %2").arg(name, message));
-    updateControls();
-  } else if (job == EngineJob::generate) {
+void TextTab::jobFailed(EngineJob job, const QString& message) {
+  if (job == EngineJob::generate) {
     progress_->finish(tr("Failed"));
     context()->showError(tr("Text generation: %1").arg(message));
   } else if (job == EngineJob::inspect) {
@@ -279,35 +251,38 @@ void TextTab::onJobFinished(EngineJob job) {
   emit actionsChanged();
 }
 
-void TextTab::onModelOpened(const stx::engine::ModelSummary& summary) {
-  if (summary.kind != "text") {
-    const QString name = QFileInfo(openingPath_).fileName();
-    picker_->showSummary(tr("%1 is not a text model").arg(name));
-    context()->showError(tr("%1: this is a %2 model; the Text tab needs a text model")
-                             .arg(name, QString::fromStdString(summary.kind)));
-    updateControls();
-    return;
-  }
-  summary_ = summary;
-  picker_->showSummary(summary_line(summary));
-  side_->setModel(&*summary_);
+// --- the model ------------------------------------------------------------------------------------
+
+void TextTab::openingModel(const QString& path) {
+  if (generating_) stop();  // the open waits in the engine's queue until the run ends, which Stop makes quick
+  inspector_->cancel();     // answers about the old model's attention no longer apply
+  forgetModel(path);
+  side_->setModel(nullptr);
+  updateContextNote();
+  updateControls();
+}
+
+void TextTab::modelOpened(const stx::engine::ModelSummary&) {
+  side_->setModel(&*model());
   updateContextNote();
   updateControls();
   showStatus();
   emit actionsChanged();
 }
 
-void TextTab::openModel(const QString& path) {
-  if (path.isEmpty()) return;
-  if (generating_) stop();  // the open waits in the engine's queue until the run ends, which Stop makes quick
-  inspector_->cancel();  // answers about the old model's attention no longer apply
-  openingPath_ = path;
-  summary_.reset();
-  side_->setModel(nullptr);
-  picker_->showSummary(tr("Opening %1...").arg(QFileInfo(path).fileName()));
-  updateContextNote();
+void TextTab::modelRefused(const stx::engine::ModelSummary& summary) {
+  const QString name = QFileInfo(openingPath()).fileName();
+  modelPicker()->showSummary(tr("%1 is not a text model").arg(name));
+  context()->showError(tr("%1: this is a %2 model; the Text tab needs a text model")
+                           .arg(name, QString::fromStdString(summary.kind)));
   updateControls();
-  host_->openModel(path);
+}
+
+void TextTab::modelFailed(const QString& message) {
+  const QString name = QFileInfo(openingPath()).fileName();
+  modelPicker()->showSummary(tr("Could not open %1").arg(name));
+  context()->showError(message.contains(name) ? message : tr("%1: %2").arg(name, message));
+  updateControls();
 }
 
 // --- attention ----------------------------------------------------------------------------------------
@@ -315,17 +290,17 @@ void TextTab::openModel(const QString& path) {
 void TextTab::inspectAt(qint64 position) { requestInspect(position); }
 
 void TextTab::requestInspect(qint64 position) {
-  if (generating_ || !summary_ || view_->sampleCount() == 0 || side_->layer() < 0) return;
+  if (generating_ || !modelReady() || view_->sampleCount() == 0 || side_->layer() < 0) return;
   const int sample = view_->currentSample();
   const Bytes& bytes = view_->sampleBytes(sample);
-  if (position < 0 || position >= static_cast<qint64>(bytes.size()) || position >= summary_->context) return;
+  if (position < 0 || position >= static_cast<qint64>(bytes.size()) || position >= model()->context) return;
   inspected_ = position;
   TextAttentionInspector::Request request;
   request.sample = sample;
   request.bytes = bytes;
   request.layer = side_->layer();
   request.head = side_->head();
-  request.heads = static_cast<int>(summary_->heads);
+  request.heads = static_cast<int>(model()->heads);
   request.position = position;
   inspector_->request(request);
 }
@@ -442,11 +417,12 @@ void TextTab::restoreSettings(QSettings& settings) {
   prompt_->setPlainText(settings.value(QStringLiteral("prompt"), prompt_->toPlainText()).toString());
   exportFolder_ = settings.value(QStringLiteral("exportFolder"), exportFolder_).toString();
   // The model used last, else the first text model in the library, so the tab is ready to generate.
-  const QString model = settings.value(QStringLiteral("model")).toString();
-  if (!model.isEmpty() && QFileInfo::exists(model)) {
-    picker_->choose(model);
-  } else if (picker_->currentPath().isEmpty() && picker_->combo()->count() > 0) {
-    picker_->choose(picker_->combo()->itemData(0).toString());
+  const QString saved = settings.value(QStringLiteral("model")).toString();
+  ModelPicker* picker = modelPicker();
+  if (!saved.isEmpty() && QFileInfo::exists(saved)) {
+    picker->choose(saved);
+  } else if (picker->currentPath().isEmpty() && picker->combo()->count() > 0) {
+    picker->choose(picker->combo()->itemData(0).toString());
   }
 }
 
@@ -454,47 +430,34 @@ void TextTab::saveSettings(QSettings& settings) const {
   side_->save(settings);
   settings.setValue(QStringLiteral("prompt"), prompt_->toPlainText());
   settings.setValue(QStringLiteral("exportFolder"), exportFolder_);
-  settings.setValue(QStringLiteral("model"), picker_->currentPath());
+  settings.setValue(QStringLiteral("model"), modelPicker()->currentPath());
 }
-
-void TextTab::useModel(const QString& path) { picker_->choose(path); }
-
-void TextTab::refreshModels() { picker_->refresh(); }
-
-void TextTab::activated() { showStatus(); }
-
-bool TextTab::busy() const { return host_->busy(); }
-
-bool TextTab::hasRunningWork() const { return host_->generating(); }
 
 void TextTab::stop() {
   inspector_->cancel();
-  host_->stop();
+  GenerationTab::stop();
 }
 
 void TextTab::updateContextNote() {
-  if (!summary_) {
+  if (!modelReady()) {
     side_->contextNote()->setText(tr("How much fits shows once a model is open."));
     return;
   }
   const Bytes prompt = prompt_bytes(prompt_);
   side_->contextNote()->setText(
-      GenerationPlan::fit(prompt, side_->bytesToGenerateBox()->value(), summary_->context).note());
+      GenerationPlan::fit(prompt, side_->bytesToGenerateBox()->value(), model()->context).note());
 }
 
 void TextTab::updateControls() {
-  side_->setState(summary_.has_value(), generating_, canExport(), view_->sampleCount());
+  side_->setState(modelReady(), generating_, canExport(), view_->sampleCount());
 }
 
 QString TextTab::modelName() const {
-  QString name = summary_ ? QString::fromStdString(summary_->name) : QString();
-  if (name.isEmpty()) name = QFileInfo(openingPath_).fileName();
+  QString name = model() ? QString::fromStdString(model()->name) : QString();
+  if (name.isEmpty()) name = QFileInfo(openingPath()).fileName();
   return name.isEmpty() ? QStringLiteral("text") : name;
 }
 
-void TextTab::showStatus() {
-  context()->setStatus(this, summary_ ? modelName() : tr("no model"), summary_ ? device_ : QString(),
-                       tokensPerSecond_);
-}
+QString TextTab::statusModelName() const { return model() ? modelName() : tr("no model"); }
 
 }  // namespace stx::studio

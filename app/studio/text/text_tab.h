@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "core/engine_types.h"
-#include "core/studio_tab.h"
+#include "core/generation_tab.h"
 #include "text/prompt_file.h"
 #include "text/text_side_panel.h"
 #include "text/text_view.h"
@@ -26,12 +26,10 @@ class QTabBar;
 namespace stx::studio {
 
 class TextAttentionInspector;
-class EngineHost;
 class JobProgress;
-class ModelPicker;
 class SamplingControls;
 
-class TextTab : public StudioTab {
+class TextTab : public GenerationTab {
   Q_OBJECT
 
  public:
@@ -46,11 +44,7 @@ class TextTab : public StudioTab {
   void exportResults() override;
   void restoreSettings(QSettings& settings) override;
   void saveSettings(QSettings& settings) const override;
-  void useModel(const QString& path) override;
-  void refreshModels() override;
-  void activated() override;
-  bool busy() const override;
-  bool hasRunningWork() const override;
+  // Stops the generation and forgets the inspection waiting to run.
   void stop() override;
 
   // Writes the selected sample to `path`, or every sample to numbered_path(path, i, n) when allSamples,
@@ -59,13 +53,9 @@ class TextTab : public StudioTab {
   // Shows what `position` of the selected sample attended (layer and head from the pickers).
   void inspectAt(qint64 position);
 
-  // A model is open and ready to generate.
-  bool modelReady() const { return summary_.has_value(); }
   const std::optional<stx::engine::SampleResult>& lastResult() const { return result_; }
   bool generating() const { return generating_; }
 
-  EngineHost* engine() const { return host_; }
-  ModelPicker* modelPicker() const { return picker_; }
   QPlainTextEdit* promptEditor() const { return prompt_; }
   TextSidePanel* sidePanel() const { return side_; }
   SamplingControls* samplingControls() const { return side_->samplingControls(); }
@@ -88,29 +78,31 @@ class TextTab : public StudioTab {
   void dropEvent(QDropEvent* event) override;
   bool eventFilter(QObject* watched, QEvent* event) override;
 
+  void openingModel(const QString& path) override;
+  void modelOpened(const stx::engine::ModelSummary& summary) override;
+  void modelRefused(const stx::engine::ModelSummary& summary) override;
+  void modelFailed(const QString& message) override;
+  void jobFailed(EngineJob job, const QString& message) override;
+  void updateControls() override;
+  QString statusModelName() const override;
+
  private:
   void buildLayout();
   void connectEngine();
-  void openModel(const QString& path);
   void generate();
-  void onModelOpened(const stx::engine::ModelSummary& summary);
   void onStarted(const stx::engine::SampleStarted& started);
   void onProgress(const stx::engine::SampleProgress& progress);
   void onProbe(const stx::engine::AttentionProbe& probe);
   void onFinished(const stx::engine::SampleResult& result);
   void onInspected(int sample, int layer, int head, const TextView::Attention& attention);
-  void onFailed(EngineJob job, const QString& message);
   void onJobFinished(EngineJob job);
   void requestInspect(qint64 position);
   void updateContextNote();
-  void updateControls();
-  void showStatus();
+  // The open model's name, else the folder asked for: exports are named after it.
   QString modelName() const;
   static QString droppedFile(const QMimeData* mime);
 
-  EngineHost* host_;
   TextAttentionInspector* inspector_;
-  ModelPicker* picker_ = nullptr;
   QPlainTextEdit* prompt_ = nullptr;
   TextSidePanel* side_ = nullptr;
   JobProgress* progress_ = nullptr;
@@ -118,12 +110,8 @@ class TextTab : public StudioTab {
   TextView* view_ = nullptr;
   QLabel* attentionNote_ = nullptr;
 
-  std::optional<stx::engine::ModelSummary> summary_;
-  QString device_;  // where the latest job ran, or where the next runs (Preferences > Device)
-  QString openingPath_;
   std::optional<stx::engine::SampleResult> result_;
   bool generating_ = false;
-  double tokensPerSecond_ = -1;
   QString exportFolder_;
   qint64 inspected_ = -1;  // the position last asked about (hovered or clicked)
   qint64 pinned_ = -1;     // clicked: hovering no longer moves the highlight

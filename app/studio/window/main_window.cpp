@@ -184,12 +184,7 @@ void MainWindow::buildLogDock() {
   toggle->setShortcut(QKeySequence(tr("Ctrl+L")));
   view->addAction(toggle);
   QMenu* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&About STX Studio"), this, [this] {
-    QMessageBox::about(this, tr("About STX Studio"),
-                       tr("<b>STX Studio %1</b><br>Sparse Transformers (Child et al. 2019) on your own machine: "
-                          "image completion, 12 kHz audio, text, and the attention behind every byte.")
-                           .arg(QApplication::applicationVersion()));
-  });
+  help->addAction(tr("&About STX Studio"), this, &MainWindow::showAbout);
 }
 
 void MainWindow::appendLog(StudioContext::Level level, const QString& text) {
@@ -290,6 +285,14 @@ void MainWindow::showPreferences() {
   connect(&dialog, &PreferencesDialog::deviceChosen, &context_, &StudioContext::setDevice);
   connect(&dialog, &PreferencesDialog::threadsChosen, this, [](int threads) { EngineHost::setThreadLimit(threads); });
   dialog.exec();
+}
+
+void MainWindow::showAbout() {
+  QMessageBox::about(
+      this, tr("About STX Studio"),
+      tr("<b>STX Studio %1</b><br>Sparse Transformers (Child et al. 2019) on your own machine: "
+         "image completion, 12 kHz audio, text, and the attention behind every byte.")
+          .arg(QApplication::applicationVersion()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

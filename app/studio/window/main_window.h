@@ -52,6 +52,7 @@ class MainWindow : public QMainWindow {
   void exportResults();
   void showTrainWizard();
   void showPreferences();
+  void showAbout();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
