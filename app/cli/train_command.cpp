@@ -134,6 +134,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
     if (!c.preset.empty() || !c.config_file.empty()) throw UsageError("--resume takes the model from the checkpoint; drop --preset/--config");
     if (c.context > 0) throw UsageError("--context cannot change when resuming");
     if (!c.precision.empty()) throw UsageError("--precision cannot change when resuming");
+    if (c.amplitude_taps >= 0) throw UsageError("--amplitude-taps cannot change when resuming");
     // Without --steps the run keeps its own schedule: the trainer takes the caller's total as given.
     if (c.steps <= 0) {
       const engine::CheckpointInfo info = engine::read_checkpoint_info(engine::resolve_checkpoint(c.resume));
@@ -153,6 +154,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
     }
   }
   if (!c.precision.empty()) o.precision = models::parse_precision(c.precision);  // checked by CLI11
+  if (c.amplitude_taps >= 0) o.amplitude_taps = c.amplitude_taps;
   o.data = c.data;
   o.out = c.out;
   if (c.steps > 0) o.steps = c.steps;
@@ -224,6 +226,11 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
                       "AVX512-BF16 steps take 1.2-1.6x less time; elsewhere the CPU trains in fp32) or fp16 (CUDA only) "
                       "[default: the model's, fp32 for the presets]")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  command
+      ->add_option("--amplitude-taps", o.amplitude_taps,
+                   "audio: the model also sees the previous N samples as amplitudes, not only as byte embeddings; "
+                   "a fine-tune of a model without them starts them at zero [default: the model's, 0 = none]")
+      ->check(whole_between(0, 1024));
   command
       ->add_option("--eval-every", o.eval_every,
                    "validate every K steps [default: 100; 0 = at checkpoints only]")

@@ -51,6 +51,11 @@ void TrainOptions::validate() const {
           {"resume", "init_from"});
   require(!(resume && precision),
           "the precision cannot change when resuming: a resumed run keeps its checkpoint's", {"precision"});
+  require(!(resume && amplitude_taps),
+          "the amplitude inputs cannot change when resuming: a resumed run keeps its checkpoint's model",
+          {"amplitude_taps"});
+  require(!amplitude_taps || (*amplitude_taps >= 0 && *amplitude_taps <= 1024),
+          "the amplitude inputs must be in [0, 1024] samples", {"amplitude_taps"});
   require(save_retry_seconds >= 0.001 && save_retry_seconds <= 86400, "save retry interval must be in [0.001, 86400] s");
   require(steps >= 1 && steps <= 100'000'000, "the number of steps must be in [1, 100000000]", {"steps"});
   require(batch >= 1 && batch <= 65536, "the batch size must be in [1, 65536]", {"batch"});

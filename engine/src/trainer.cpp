@@ -138,6 +138,19 @@ void prepare(Run& run, const EventSink& sink) {
     run.state.seed = o.seed;
   }
   if (o.precision) run.config.precision = *o.precision;  // validate() below refuses it on resume
+  if (o.amplitude_taps && *o.amplitude_taps != run.config.amplitude_taps) {
+    if (o.init_from && run.config.amplitude_taps > 0) {
+      throw Error("the model already sees " + std::to_string(run.config.amplitude_taps) +
+                      " earlier samples as amplitudes; a fine-tune keeps that number",
+                  {"amplitude_taps"});
+    }
+    run.config.amplitude_taps = *o.amplitude_taps;
+    try {
+      run.config.validate();
+    } catch (const models::ConfigError& e) {
+      throw Error(std::string(e.what()), {"amplitude_taps"});
+    }
+  }
   o.validate();
   if (o.data.empty()) throw Error("no training data given", {"data"});
   if (o.out.empty()) throw Error("no output folder given", {"out"});
@@ -180,7 +193,10 @@ void prepare(Run& run, const EventSink& sink) {
   if (resumed) {
     at::NoGradGuard no_grad;
     auto source = resumed->model->named_parameters();
-    for (auto& item : run.model->named_parameters()) item.value().copy_(source[item.key()]);
+    for (auto& item : run.model->named_parameters()) {
+      // Only amplitude inputs added to a fine-tune are new: they keep their zero start (see TrainOptions).
+      if (const at::Tensor* from = source.find(item.key())) item.value().copy_(*from);
+    }
   }
   // On the device before the optimiser takes the parameters, so its state lives there too.
   run.model->to(run.device);

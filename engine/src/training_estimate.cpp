@@ -28,6 +28,7 @@ TrainingEstimate estimate_training(const TrainOptions& options, int measure_step
   if (options.init_from || options.resume) {
     config = read_checkpoint_info(resolve_checkpoint(options.init_from ? *options.init_from : *options.resume)).config;
   }
+  if (options.amplitude_taps) config.amplitude_taps = *options.amplitude_taps;  // a few more parameters
   try {
     config.validate();
   } catch (const models::ConfigError& e) {

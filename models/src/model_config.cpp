@@ -50,6 +50,7 @@ int64_t ModelConfig::parameter_count() const {
                         + (d_ff * d + d);        // ff_out
   total += layers * block;
   total += 2 * d + (d * 256 + 256);  // final norm, output
+  total += amplitude_taps * d;       // the amplitude map, no bias
   return total;
 }
 
@@ -101,6 +102,8 @@ void ModelConfig::validate() const {
   require(block == 16 || block == 32 || block == 64 || block == 128,
           "config: attention.block must be 16, 32, 64 or 128");
   require(dropout >= 0.0 && dropout < 1.0, "config: dropout must be in [0, 1)");
+  require(amplitude_taps >= 0 && amplitude_taps <= 1024, "config: data.amplitude_taps must be in [0, 1024]");
+  require(amplitude_taps == 0 || kind == DataKind::audio, "config: data.amplitude_taps is for audio models only");
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
@@ -110,6 +113,7 @@ nlohmann::json to_json(const ModelConfig& c) {
     data["width"] = c.image_width;
     data["channels"] = c.image_channels;
   }
+  if (c.amplitude_taps > 0) data["amplitude_taps"] = c.amplitude_taps;
   nlohmann::json attention = {{"pattern", kernels::to_string(c.pattern)},
                               {"stride", c.stride},
                               {"mode", kernels::to_string(c.mode)},
@@ -160,6 +164,7 @@ ModelConfig model_config_from_json(const nlohmann::json& json) {
     c.image_width = field<int64_t>(*data_it, "width", "data.");
     c.image_channels = field<int64_t>(*data_it, "channels", "data.");
   }
+  c.amplitude_taps = field<int64_t>(*data_it, "amplitude_taps", "data.", &defaults.amplitude_taps);
   c.context = field<int64_t>(json, "context", "");
   c.d_model = field<int64_t>(json, "d_model", "");
   c.layers = field<int64_t>(json, "layers", "");

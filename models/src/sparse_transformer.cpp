@@ -187,6 +187,10 @@ SparseTransformerImpl::SparseTransformerImpl(const ModelConfig& config) : config
   }
   final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   output = register_module("output", torch::nn::Linear(d, 256));
+  if (config_.amplitude_taps > 0) {
+    amplitude = register_module(
+        "amplitude", torch::nn::Linear(torch::nn::LinearOptions(config_.amplitude_taps, d).bias(false)));
+  }
 
   std::vector<int64_t> coords;
   coords.reserve(config_.context * axes.size());
@@ -217,6 +221,7 @@ void SparseTransformerImpl::initialise() {
   }
   output->weight.normal_(0.0, kStd);
   output->bias.zero_();
+  if (amplitude) amplitude->weight.zero_();
 }
 
 at::Tensor SparseTransformerImpl::position_embedding(int64_t first_position, int64_t length,
@@ -253,6 +258,7 @@ at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
   AutocastScope autocast(bytes.is_cuda(), precision != Precision::fp32,
                          precision == Precision::bf16 ? at::kBFloat16 : at::kHalf);
   at::Tensor h = embed(inputs, 0);
+  if (amplitude) h = h + amplitude->forward(amplitude_inputs(tokens, config_.amplitude_taps));
   for (auto& block : block_list) {
     if (config_.recompute && is_training() && at::GradMode::is_enabled()) {
       const std::vector<at::Tensor> params = block->parameters();
@@ -284,6 +290,20 @@ int64_t SparseTransformerImpl::parameter_count() const {
   int64_t total = 0;
   for (const at::Tensor& p : parameters()) total += p.numel();
   return total;
+}
+
+at::Tensor mulaw_amplitudes(const at::Tensor& bytes) {
+  // y = byte / 255 * 2 - 1, x = sign(y) (256^|y| - 1) / 255
+  const at::Tensor y = bytes.to(at::kFloat) * (2.0 / 255.0) - 1.0;
+  return at::sign(y) * (at::exp(y.abs() * std::log(256.0)) - 1.0) / 255.0;
+}
+
+at::Tensor amplitude_inputs(const at::Tensor& bytes, int64_t taps) {
+  const int64_t batch = bytes.size(0), length = bytes.size(1);
+  const at::Tensor padded =
+      at::cat({at::zeros({batch, taps}, bytes.options().dtype(at::kFloat)), mulaw_amplitudes(bytes)}, 1);
+  // Window j of the padded row covers bytes j - taps .. j - 1: exactly position j's inputs.
+  return padded.unfold(1, taps, 1).narrow(1, 0, length).contiguous();
 }
 
 double total_bits(const at::Tensor& logits, const at::Tensor& bytes) {

@@ -49,6 +49,7 @@ TorchDecoder::TorchDecoder(SparseTransformer& model, int64_t batch, int64_t capa
   copy_weights(model, model_);
   model_->to(device_);
   model_->eval();
+  if (config_.amplitude_taps > 0) amplitude_history_ = AmplitudeHistory(config_.amplitude_taps, batch_, capacity_);
 
   // CUDA's decode kernel takes the queries in the caches' type; the CPU's takes fp32 queries over either.
   attention_type_ = device_.is_cuda() ? torch_type(cache_dtype_) : at::kFloat;
@@ -73,6 +74,19 @@ at::Tensor TorchDecoder::input_tensor(const int32_t* tokens, int64_t samples, in
   int64_t* out = host.data_ptr<int64_t>();
   for (int64_t k = 0; k < samples * rows; ++k) out[k] = tokens[k];
   return host.to(device_);
+}
+
+at::Tensor TorchDecoder::embed(const int32_t* tokens, int64_t samples, int64_t rows) {
+  const at::Tensor h = model_->embed(input_tensor(tokens, samples, rows), position_);
+  const int64_t taps = amplitude_history_.taps();
+  if (taps == 0) return h;
+  // Rows are positions position_.. of each sample (a prefix: sample 0's); token k is sample k / rows's.
+  for (int64_t k = 0; k < samples * rows; ++k) amplitude_history_.record(k / rows, position_ + k % rows, tokens[k]);
+  at::Tensor inputs = at::empty({samples, rows, taps}, at::kFloat);
+  for (int64_t k = 0; k < samples * rows; ++k) {
+    amplitude_history_.inputs(k / rows, position_ + k % rows, inputs.data_ptr<float>() + k * taps);
+  }
+  return h + model_->amplitude->forward(inputs.to(device_));
 }
 
 void TorchDecoder::attend(int layer, const at::Tensor& q, const at::Tensor& out, const at::Tensor& lse,
@@ -150,7 +164,7 @@ void TorchDecoder::step(const int32_t* input_tokens, float* logits) {
   }
   check_tokens(input_tokens, batch_);
   at::NoGradGuard no_grad;
-  const at::Tensor h = run_blocks(model_->embed(input_tensor(input_tokens, batch_, 1), position_), batch_, 1);
+  const at::Tensor h = run_blocks(embed(input_tokens, batch_, 1), batch_, 1);
   // The one copy to the host per step.
   const at::Tensor host = model_->head(h).reshape({batch_, 256}).to(at::kFloat).to(at::kCPU).contiguous();
   std::memcpy(logits, host.data_ptr<float>(), static_cast<size_t>(batch_ * 256) * sizeof(float));
@@ -170,7 +184,8 @@ void TorchDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count
   check_tokens(input_tokens, count);
   at::NoGradGuard no_grad;
   // Sample 0 alone, all `count` rows at once; the others get its keys and values.
-  run_blocks(model_->embed(input_tensor(input_tokens, 1, count), position_), 1, count);
+  run_blocks(embed(input_tokens, 1, count), 1, count);
+  amplitude_history_.share(batch_, position_, position_ + count);
   if (batch_ > 1) {
     for (size_t layer = 0; layer < k_cache_.size(); ++layer) {
       for (at::Tensor* cache : {&k_cache_[layer], &v_cache_[layer]}) {

@@ -15,6 +15,8 @@
 #include "stx/engine/device.h"
 #include "stx/engine/error.h"
 #include "stx/engine/evaluate.h"
+#include "stx/engine/export.h"
+#include "stx/engine/mulaw.h"
 #include "stx/engine/model_data.h"
 #include "stx/engine/model_session.h"
 #include "stx/engine/trainer.h"
@@ -122,6 +124,61 @@ TEST(Trainer, ShorterWindowsTrainTheFirstPositionsAndTheModelKeepsItsContext) {
       << refused.message;
   EXPECT_EQ(refused.settings, std::vector<std::string>{"window"});  // the CLI adds --window, the studio its field
   EXPECT_FALSE(fs::exists(tmp / "run-long" / "latest.json"));
+}
+
+// A fine-tune can give an audio model amplitude inputs it did not have: they start at zero, so the tuned
+// model begins as the base model; one that has them keeps their number, and a text model has none.
+TEST(Trainer, AFineTuneAddsAmplitudeInputsStartingAtZero) {
+  stx::test::TempFolder tmp;
+  fs::create_directories(tmp / "audio");
+  for (int file = 0; file < 4; ++file) {  // 2 s of a decaying tone each, at the model's 12 kHz
+    std::vector<uint8_t> bytes(24000);
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      const double t = static_cast<double>(i) / 12000.0;
+      bytes[i] = mulaw_encode(static_cast<float>(0.5 * std::exp(-t) * std::sin(2 * M_PI * (220.0 + 55 * file) * t)));
+    }
+    write_wav(tmp / "audio" / ("tone-" + std::to_string(file) + ".wav"), bytes.data(), bytes.size(), 12000,
+              ExportInfo{});
+  }
+  TrainOptions base = stx::test::tiny_train_options(tmp / "audio", tmp / "base");
+  base.model.kind = stx::models::DataKind::audio;
+  base.steps = 2;
+  ASSERT_EQ(train_to_the_end(base).end.outcome, JobEnded::Outcome::completed);
+
+  TrainOptions tune = stx::test::tiny_train_options(tmp / "audio", tmp / "tuned");
+  tune.init_from = tmp / "base";
+  tune.amplitude_taps = 12;
+  tune.steps = 1;
+  tune.learning_rate = 1e-9;  // an Adam step moves each weight by about lr
+  tune.warmup_steps = 0;
+  tune.weight_decay = 0;
+  const FinishedRun tuned_run = train_to_the_end(tune);
+  ASSERT_EQ(tuned_run.end.outcome, JobEnded::Outcome::completed) << tuned_run.end.message;
+  const ModelBundle before = load_checkpoint(resolve_checkpoint(tmp / "base"));
+  const ModelBundle after = load_checkpoint(resolve_checkpoint(tmp / "tuned"));
+  EXPECT_EQ(after.config.amplitude_taps, 12);
+  ASSERT_TRUE(after.model->amplitude);
+  EXPECT_LT(after.model->amplitude->weight.abs().max().item<double>(), 1e-6);
+  auto base_parameters = before.model->named_parameters();
+  for (const auto& item : after.model->named_parameters()) {
+    if (item.key() == "amplitude.weight") continue;
+    EXPECT_TRUE(item.value().allclose(base_parameters[item.key()], 0, 1e-6)) << item.key();
+  }
+
+  TrainOptions other = stx::test::tiny_train_options(tmp / "audio", tmp / "other");
+  other.init_from = tmp / "tuned";
+  other.amplitude_taps = 4;
+  const JobEnded kept = stx::engine::train(other, nullptr, std::atomic<bool>{false});
+  EXPECT_EQ(kept.outcome, JobEnded::Outcome::failed);
+  EXPECT_NE(kept.message.find("already sees 12 earlier samples"), std::string::npos) << kept.message;
+  EXPECT_EQ(kept.settings, std::vector<std::string>{"amplitude_taps"});
+
+  TrainOptions text = stx::test::tiny_train_options(stx::test::make_text_corpus(tmp / "text"), tmp / "text-run");
+  text.amplitude_taps = 8;
+  const JobEnded refused = stx::engine::train(text, nullptr, std::atomic<bool>{false});
+  EXPECT_EQ(refused.outcome, JobEnded::Outcome::failed);
+  EXPECT_NE(refused.message.find("audio models only"), std::string::npos) << refused.message;
+  EXPECT_EQ(refused.settings, std::vector<std::string>{"amplitude_taps"});
 }
 
 TEST(Trainer, TheLastStepValidatesOnTheWholeSplitNotASample) {

@@ -48,6 +48,15 @@ inline models::ModelConfig image_decoder_config() {
   return c;
 }
 
+// Audio with amplitude inputs (ModelConfig::amplitude_taps): 9 taps, more than the strided window of 7, so
+// that a tap reaches back past the band and across a common prefix's chunks.
+inline models::ModelConfig audio_decoder_config() {
+  models::ModelConfig c = small_decoder_config(kernels::Pattern::strided);
+  c.kind = models::DataKind::audio;
+  c.amplitude_taps = 9;
+  return c;
+}
+
 // Weights far from the small initialisation, so that a wrong term cannot hide under the tolerance.
 inline models::SparseTransformer random_model(const models::ModelConfig& config) {
   at::manual_seed(17);

@@ -76,6 +76,10 @@ TEST(IncrementalDecoder, EqualsForwardFixedInterleaved) {
   expect_decode_equals_forward(
       stx::test::small_decoder_config(Pattern::fixed, stx::kernels::Combination::interleaved));
 }
+TEST(IncrementalDecoder, EqualsForwardAudioWithAmplitudeInputs) {
+  expect_decode_equals_forward(stx::test::audio_decoder_config());
+  expect_decode_equals_forward(stx::test::audio_decoder_config(), stx::kernels::DType::f16);
+}
 TEST(IncrementalDecoder, EqualsForwardImage) {
   expect_decode_equals_forward(stx::test::image_decoder_config());
 }
@@ -274,12 +278,13 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
   const int threads_before = at::get_num_threads();
   at::set_num_threads(2);
   omp_set_num_threads(2);
-  for (const Pattern pattern : {Pattern::strided, Pattern::fixed}) {
+  const ModelConfig configs[] = {stx::test::small_decoder_config(Pattern::strided),
+                                 stx::test::small_decoder_config(Pattern::fixed), stx::test::audio_decoder_config()};
+  for (const ModelConfig& config : configs) {
     for (const stx::kernels::DType cache : {stx::kernels::DType::f32, stx::kernels::DType::f16}) {
       for (const int64_t batch : {int64_t{3}, int64_t{19}}) {
-        SCOPED_TRACE(std::string(stx::kernels::to_string(pattern)) + " " + stx::kernels::to_string(cache) +
-                     ", batch " + std::to_string(batch));
-        const ModelConfig config = stx::test::small_decoder_config(pattern);
+        SCOPED_TRACE(std::string(stx::kernels::to_string(config.pattern)) + " " + stx::models::to_string(config.kind) +
+                     " " + stx::kernels::to_string(cache) + ", batch " + std::to_string(batch));
         SparseTransformer model = random_model(config);
         at::manual_seed(8);
         const int64_t prompt = 23, length = 40;  // past the strided window of 7 and its columns

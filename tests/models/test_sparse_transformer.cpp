@@ -152,6 +152,71 @@ TEST(SparseTransformer, RecomputationGivesTheSameLossAndGradients) {
   }
 }
 
+// The amplitude inputs: row i holds bytes i - taps .. i - 1 as amplitudes, oldest first, zero before 0.
+TEST(AmplitudeInputs, RowIHoldsTheAmplitudesOfTheTapsBytesBeforeI) {
+  const at::Tensor amplitudes = stx::models::mulaw_amplitudes(at::tensor({0, 255, 128, 127}, at::kLong));
+  EXPECT_FLOAT_EQ(amplitudes[0].item<float>(), -1.0f);
+  EXPECT_FLOAT_EQ(amplitudes[1].item<float>(), 1.0f);
+  EXPECT_NEAR(amplitudes[2].item<float>(), 8.6e-5, 1e-6);  // no byte is exactly 0 (engine/mulaw.h)
+  EXPECT_NEAR(amplitudes[3].item<float>(), -8.6e-5, 1e-6);
+
+  const at::Tensor bytes = random_bytes(2, 9, 4);
+  const int64_t taps = 3;
+  const at::Tensor inputs = stx::models::amplitude_inputs(bytes, taps);
+  ASSERT_EQ(inputs.sizes(), (std::vector<int64_t>{2, 9, taps}));
+  const at::Tensor expected_amplitudes = stx::models::mulaw_amplitudes(bytes);
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t i = 0; i < 9; ++i) {
+      for (int64_t k = 0; k < taps; ++k) {
+        const int64_t byte = i - taps + k;
+        const float expected = byte < 0 ? 0.0f : expected_amplitudes[b][byte].item<float>();
+        EXPECT_EQ(inputs[b][i][k].item<float>(), expected) << "sample " << b << " row " << i << " tap " << k;
+      }
+    }
+  }
+}
+
+ModelConfig tiny_audio_with_amplitudes() {
+  ModelConfig c = tiny(stx::kernels::Pattern::strided);
+  c.kind = stx::models::DataKind::audio;
+  c.amplitude_taps = 5;
+  c.validate();
+  return c;
+}
+
+// A model given amplitude inputs starts as the same function as one without (the map starts at zero), so
+// that an existing model can be fine-tuned with them; once trained, they still see no later byte.
+TEST(AmplitudeInputs, StartAsTheSameFunctionAndStayCausal) {
+  const ModelConfig with = tiny_audio_with_amplitudes();
+  ModelConfig without = with;
+  without.amplitude_taps = 0;
+  EXPECT_EQ(with.parameter_count(), SparseTransformer(with)->parameter_count());
+  EXPECT_EQ(with.parameter_count(), without.parameter_count() + 5 * with.d_model);
+
+  SparseTransformer a(with);
+  SparseTransformer b(without);
+  a->eval();
+  b->eval();
+  at::NoGradGuard no_grad;
+  const auto b_parameters = b->named_parameters();
+  for (auto& item : a->named_parameters()) {
+    if (item.key() != "amplitude.weight") item.value().copy_(b_parameters[item.key()]);
+  }
+  const at::Tensor bytes = random_bytes(2, 40, 6);
+  EXPECT_TRUE(at::equal(a->forward(bytes), b->forward(bytes)));
+
+  a->amplitude->weight.normal_(0.0, 0.5);
+  const at::Tensor base = a->forward(bytes);
+  EXPECT_FALSE(at::allclose(base, b->forward(bytes)));
+  for (int64_t j : {0, 17, 38}) {
+    at::Tensor changed = bytes.clone();
+    changed[1][j] = (changed[1][j].item<int64_t>() + 101) % 256;
+    const at::Tensor logits = a->forward(changed);
+    EXPECT_TRUE(at::equal(logits.narrow(1, 0, j + 1), base.narrow(1, 0, j + 1))) << "byte " << j;
+    EXPECT_FALSE(at::allclose(logits.select(1, j + 1), base.select(1, j + 1))) << "byte " << j;
+  }
+}
+
 TEST(ModelConfig, JsonRoundTripAndPresets) {
   for (const std::string& name : stx::models::preset_names()) {
     const ModelConfig c = stx::models::preset(name);
@@ -189,6 +254,16 @@ TEST(ModelConfig, BadFieldsAreNamed) {
   bad = j;
   bad["data"]["kind"] = "video";
   expect_error(bad, "video");
+  bad = j;
+  bad["data"]["amplitude_taps"] = 8;  // a text model has no amplitudes
+  expect_error(bad, "amplitude_taps");
+  nlohmann::json audio = stx::models::to_json(stx::models::preset("audio-small"));
+  EXPECT_FALSE(audio["data"].contains("amplitude_taps"));  // files without the field stay as they were
+  audio["data"]["amplitude_taps"] = 32;
+  EXPECT_EQ(stx::models::model_config_from_json(audio).amplitude_taps, 32);
+  EXPECT_EQ(stx::models::to_json(stx::models::model_config_from_json(audio)), audio);
+  audio["data"]["amplitude_taps"] = -1;
+  expect_error(audio, "amplitude_taps");
 }
 
 }  // namespace

@@ -79,12 +79,13 @@ void expect_every_pattern_equals_forward(const at::Device& device) {
     }
   }
   expect_decode_equals_forward(stx::test::image_decoder_config(), DType::f32, device);
+  expect_decode_equals_forward(stx::test::audio_decoder_config(), DType::f32, device);
 }
 
 // A shared prompt read once (in uneven chunks), then each sample's own steps: the logits of every sample
-// equal the forward pass over prompt + its own bytes.
+// equal the forward pass over prompt + its own bytes, amplitude inputs reaching back into the prompt too.
 void expect_prefix_then_steps_equal_forward(const at::Device& device) {
-  const ModelConfig config = stx::test::small_decoder_config(Pattern::strided);
+  const ModelConfig config = stx::test::audio_decoder_config();  // strided, with amplitude inputs
   SparseTransformer model = random_model(config);
   at::manual_seed(5);
   const int64_t prompt = 23;

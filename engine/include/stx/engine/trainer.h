@@ -34,6 +34,10 @@ struct TrainOptions {
   // a CPU with AVX512-BF16 runs the linear layers in bf16). None keeps the model's. Not for a resumed run,
   // which keeps its checkpoint's.
   std::optional<models::Precision> precision;
+  // Audio models: the number of earlier samples the model also sees as amplitudes (models::ModelConfig::
+  // amplitude_taps), over the model's own. A fine-tune of a model without them adds them starting at zero,
+  // so that it begins as the same model; a model that has them keeps its number. Not for a resumed run.
+  std::optional<int64_t> amplitude_taps;
 
   int64_t steps = 1000;          // total optimiser steps of the run (a resumed run continues up to this)
   int64_t batch = 8;             // sequences per optimiser step, over all processes and accumulation steps

@@ -47,6 +47,11 @@ struct ModelConfig {
   std::string name = "custom";
   DataKind kind = DataKind::text;
   int64_t image_height = 0, image_width = 0, image_channels = 0;  // images only; context = H * W * C
+  // Audio only, 0 for none: the model also sees the previous `amplitude_taps` samples as amplitudes
+  // (mu-law decoded to [-1, 1]) through one linear map into the embedding. A byte embedding alone leaves
+  // the network to learn that neighbouring bytes are neighbouring levels; a linear predictor of the signal
+  // is then one matrix away. Stored as data.amplitude_taps.
+  int64_t amplitude_taps = 0;
 
   int64_t context = 1024;  // n: the longest sequence the position embeddings cover
   int64_t d_model = 256;

@@ -63,6 +63,10 @@ class SparseTransformerImpl : public torch::nn::Module {
   int64_t parameter_count() const;
 
   torch::nn::Embedding token_embedding{nullptr};
+  // ModelConfig::amplitude_taps > 0 only: [taps] -> [d_model], no bias, zero at first so that a model given
+  // it starts out as the same function. Its input at position i: the amplitudes of bytes i - taps .. i - 1,
+  // oldest first, zero before the start (amplitude_inputs).
+  torch::nn::Linear amplitude{nullptr};
   std::vector<torch::nn::Embedding> position_embeddings;
   torch::nn::ModuleList blocks{nullptr};
   std::vector<ResidualBlock> block_list;
@@ -77,6 +81,11 @@ class SparseTransformerImpl : public torch::nn::Module {
   at::Tensor coordinates_;
 };
 TORCH_MODULE(SparseTransformer);
+
+// The mu-law byte's amplitude in [-1, 1] (the inverse of engine/mulaw.h's encoding), as a float tensor.
+at::Tensor mulaw_amplitudes(const at::Tensor& bytes);
+// [B, T] bytes -> [B, T, taps]: row i holds the amplitudes of bytes i - taps .. i - 1 (zero before 0).
+at::Tensor amplitude_inputs(const at::Tensor& bytes, int64_t taps);
 
 // Total bits per byte of `logits` against `bytes`: sum of -log2 p(byte). Divide by the byte count.
 double total_bits(const at::Tensor& logits, const at::Tensor& bytes);

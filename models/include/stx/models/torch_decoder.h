@@ -25,6 +25,7 @@
 
 #include "stx/kernels/attention.h"
 #include "stx/kernels/pattern.h"
+#include "stx/models/amplitude_history.h"
 #include "stx/models/sparse_transformer.h"
 #include "stx/models/token_decoder.h"
 
@@ -59,6 +60,9 @@ class TorchDecoder final : public TokenDecoder {
   void attend(int layer, const at::Tensor& q, const at::Tensor& out, const at::Tensor& lse, int64_t samples,
               int64_t rows) const;
   at::Tensor input_tensor(const int32_t* tokens, int64_t samples, int64_t rows) const;
+  // The embedding of `rows` input tokens of `samples` samples from position_ on ([samples, rows, d]), with
+  // the amplitude inputs of ModelConfig::amplitude_taps; records the tokens for them.
+  at::Tensor embed(const int32_t* tokens, int64_t samples, int64_t rows);
   void check_tokens(const int32_t* tokens, int64_t count) const;
 
   SparseTransformer model_{nullptr};  // our own copy, on device_, in eval mode
@@ -72,6 +76,7 @@ class TorchDecoder final : public TokenDecoder {
   at::ScalarType attention_type_;
   std::vector<std::vector<kernels::HeadPattern>> patterns_;  // [layer][head]
   std::vector<at::Tensor> k_cache_, v_cache_;                // [layer]: [batch, heads, capacity, head_dim]
+  AmplitudeHistory amplitude_history_;  // the inputs of ModelConfig::amplitude_taps, none without them
   int probe_layer_ = -1, probe_head_ = 0;
   int64_t probe_position_ = -1;
   bool probe_of_prefix_ = false;    // the last probe was of a prefix: sample 0's, which every sample shares
