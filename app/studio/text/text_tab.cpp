@@ -196,8 +196,9 @@ void TextTab::generate() {
 
 void TextTab::onStarted(const stx::engine::SampleStarted& started) {
   side_->samplingControls()->showSeedUsed(started.seed);
-  context()->log(StudioContext::Level::info, tr("text: %1 samples of %2 bytes, seed %3")
-                                                 .arg(started.count)
+  const QString samples = started.count == 1 ? tr("1 sample") : tr("%1 samples").arg(started.count);
+  context()->log(StudioContext::Level::info, tr("text: %1 of %2 bytes, seed %3")
+                                                 .arg(samples)
                                                  .arg(started.length)
                                                  .arg(static_cast<qulonglong>(started.seed)));
 }
