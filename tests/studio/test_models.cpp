@@ -100,6 +100,24 @@ class ModelsTabTest : public QObject {
     qputenv("STX_STUDIO_MODELS_DIR", library_->path().toUtf8());
   }
 
+  void theStatusBarNamesTheModelSelectedNow() {
+    make_tiny_model(user("pixels"), "image");
+    make_tiny_model(user("prose"), "text");
+    StudioContext context;
+    ModelsTab tab(&context);
+    QVERIFY(settled(tab));
+    QSignalSpy status(&context, &StudioContext::statusChanged);
+
+    // when one model and then another is selected
+    tab.selectModel(user("pixels"));
+    tab.selectModel(user("prose"));
+
+    // then the status the tab last gave names the second, not the one selected when the tab came to the front
+    QVERIFY(!status.isEmpty());
+    QCOMPARE(status.last().at(0).value<const QObject*>(), static_cast<const QObject*>(&tab));
+    QCOMPARE(status.last().at(1).toString(), QStringLiteral("prose"));
+  }
+
   void listsModelsWithTheFactsOfTheirCards() {
     make_tiny_model(user("pixels"), "image");
     make_tiny_model(user("voice"), "audio");

@@ -190,8 +190,7 @@ void ModelsTab::refreshModels() {
 }
 
 void ModelsTab::activated() {
-  const LibraryEntry* entry = selectedEntry();
-  context()->setStatus(this, entry ? folder_name(entry->path) : QString(), QString(), -1.0);
+  showSelected();
   // Models appear by other ways too (a finished training run, a copy in the file manager): read again.
   refreshModels();
 }
@@ -339,6 +338,8 @@ void ModelsTab::showSelected() {
   } else {
     card_->showMessage(tr("Select a model to see its card."));
   }
+  // The status bar names the selected model (the window shows it only while this tab is in front).
+  context()->setStatus(this, entry ? folder_name(entry->path) : QString(), QString(), -1.0);
   updateActions();
 }
 
