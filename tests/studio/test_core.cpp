@@ -1,5 +1,6 @@
 // Controls every generation tab shares (app/studio/core/): the attention layer and head pickers name
-// layers and heads alike in all three tabs, counted from 1, and keep the user's choice across models.
+// layers and heads alike in all three tabs, counted from 1, and keep the user's choice across models; counts
+// in messages read "1 sample", "2 samples", never "sample(s)".
 #include <QApplication>
 #include <QComboBox>
 #include <QSettings>
@@ -8,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "core/counted_text.h"
 #include "core/layer_head_picker.h"
 
 using stx::studio::LayerHeadPicker;
@@ -33,6 +35,13 @@ class CoreTest : public QObject {
   Q_OBJECT
 
  private slots:
+  void countsReadAsEnglishWithoutATranslation() {
+    const QString one = QStringLiteral("1 sample"), many = QStringLiteral("%1 samples");
+    QCOMPARE(stx::studio::counted(1, one, many), one);
+    QCOMPARE(stx::studio::counted(0, one, many), QStringLiteral("0 samples"));
+    QCOMPARE(stx::studio::counted(2, one, many), QStringLiteral("2 samples"));
+  }
+
   void pickersNameLayersAndHeadsFromOne() {
     LayerHeadPicker picker(LayerHeadPicker::kAllHeads);
     QVERIFY(!picker.layerBox()->isEnabled());

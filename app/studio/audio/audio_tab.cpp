@@ -23,6 +23,7 @@
 #include "audio/wav_export.h"
 #include "audio/waveform_view.h"
 #include "core/attention_inspector.h"
+#include "core/counted_text.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
@@ -210,7 +211,8 @@ void AudioTab::connectWorker() {
     promptBytes_ = started.prompt_bytes;
     sampling_->showSeedUsed(started.seed);
     context()->log(StudioContext::Level::info,
-                   tr("generating %n audio sample(s) of %1 s, seed %2", "", static_cast<int>(started.count))
+                   tr("generating %1 of %2 s, seed %3")
+                       .arg(counted(static_cast<qint64>(started.count), tr("1 audio sample"), tr("%1 audio samples")))
                        .arg(seconds_text(started.length))
                        .arg(static_cast<qulonglong>(started.seed)));
   });
@@ -241,17 +243,19 @@ void AudioTab::connectWorker() {
     const qint64 longest = results_.empty() ? 0 : static_cast<qint64>(results_.front().size());
     progress_->finish(result.cancelled
                           ? tr("Stopped: kept %1 s per sample").arg(seconds_text(longest))
-                          : tr("Done: %n sample(s) of %1 s · %2 tok/s", "", static_cast<int>(results_.size()))
+                          : tr("Done: %1 of %2 s · %3 tok/s")
+                                .arg(counted(static_cast<qint64>(results_.size()), tr("1 sample"), tr("%1 samples")))
                                 .arg(seconds_text(longest))
                                 .arg(QLocale().toString(result.tokens_per_second, 'f', 0)));
   });
   connect(inspector_, &AttentionInspector::ready, this, [this](const stx::engine::AttentionProbe& probe) {
     waveform_->setAttention(static_cast<int>(probe.sample), probe.position, probe.positions, probe.weights);
-    attentionNote_->setText(tr("At %1 s (position %2), %3 read %n earlier position(s).", "",
-                               static_cast<int>(probe.positions.size()))
+    attentionNote_->setText(tr("At %1 s (position %2), %3 read %4.")
                                 .arg(seconds_text(probe.position))
                                 .arg(probe.position)
-                                .arg(LayerHeadPicker::describe(probe.layer, probe.head)));
+                                .arg(LayerHeadPicker::describe(probe.layer, probe.head))
+                                .arg(counted(static_cast<qint64>(probe.positions.size()),
+                                             tr("1 earlier position"), tr("%1 earlier positions"))));
   });
 }
 
@@ -381,7 +385,7 @@ void AudioTab::generate() {
   generating_ = true;
   playback_->setGenerating(true);
   waveform_->reset(static_cast<int>(request.count), runPrompt_, request.length);
-  progress_->start(tr("Generating %n sample(s)...", "", static_cast<int>(request.count)));
+  progress_->start(counted(request.count, tr("Generating 1 sample..."), tr("Generating %1 samples...")));
   attentionNote_->setText(
       tr("After generating, click a point of a sample to see what this head attended to "
          "there."));
@@ -416,7 +420,8 @@ void AudioTab::exportResults() {
   const QString name = QStringLiteral("%1-seed%2.wav")
                            .arg(QString::fromStdString(runModel_.name))
                            .arg(static_cast<qulonglong>(*lastSeed_));
-  const QString title = all ? tr("Export %n samples as WAV", "", static_cast<int>(results_.size()))
+  const QString title = all ? counted(static_cast<qint64>(results_.size()), tr("Export the sample as WAV"),
+                                      tr("Export %1 samples as WAV"))
                             : tr("Export sample %1 as WAV").arg(waveform_->selectedLane() + 1);
   const QString path = WavExport::askTarget(this, title, QDir(folder).filePath(name),
                                             all ? static_cast<int>(results_.size()) : 1);

@@ -23,7 +23,8 @@ QString WavExport::askTarget(QWidget* parent, const QString& title, const QStrin
   if (!existing.isEmpty() &&
       QMessageBox::question(
           parent, QObject::tr("Replace files?"),
-          QObject::tr("%n file(s) already exist:\n%1\nReplace them?", "", static_cast<int>(existing.size()))
+          (existing.size() == 1 ? QObject::tr("This file already exists:\n%1\nReplace it?")
+                                : QObject::tr("These %1 files already exist:\n%2\nReplace them?").arg(existing.size()))
               .arg(existing.join(QLatin1Char('\n')))) != QMessageBox::Yes) {
     return {};
   }

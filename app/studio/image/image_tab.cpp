@@ -17,6 +17,7 @@
 #include <exception>
 
 #include "core/attention_inspector.h"
+#include "core/counted_text.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
@@ -215,8 +216,7 @@ void ImageTab::generate() {
   jobOrigin_ =
       SampleOrigin{0, request.settings, describe_prompt_rows(rows, QFileInfo(promptPath_).fileName()), rows};
   job_ = Job::generate;
-  progress_->start(request.count == 1 ? tr("Generating 1 sample...")
-                                      : tr("Generating %1 samples...").arg(request.count));
+  progress_->start(counted(request.count, tr("Generating 1 sample..."), tr("Generating %1 samples...")));
   resultsModel_ = *model();
   host()->generate(request);
   updateControls();

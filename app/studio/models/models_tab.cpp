@@ -24,6 +24,7 @@
 #include <exception>
 #include <memory>
 
+#include "core/counted_text.h"
 #include "core/model_text.h"
 #include "core/studio_context.h"
 #include "models/model_card.h"
@@ -279,8 +280,7 @@ void ModelsTab::updateCount() {
   }
   for (int i = 0; i < list_->topLevelItemCount(); ++i) shown += list_->topLevelItem(i)->isHidden() ? 0 : 1;
   const int total = static_cast<int>(entries.size());
-  // Spelled out rather than tr("%n model(s)"): without a translation loaded, %n plurals read "model(s)".
-  const QString models = total == 1 ? tr("1 model") : tr("%1 models").arg(total);
+  const QString models = counted(total, tr("1 model"), tr("%1 models"));
   QString text = shown == total ? models : tr("%1 of %2 shown").arg(shown).arg(models);
   if (bundled) text += tr(" · %1 bundled").arg(bundled);
   if (unreadable) text += tr(" · %1 cannot be read").arg(unreadable);

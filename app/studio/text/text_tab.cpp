@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/counted_text.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_picker.h"
@@ -196,9 +197,9 @@ void TextTab::generate() {
 
 void TextTab::onStarted(const stx::engine::SampleStarted& started) {
   side_->samplingControls()->showSeedUsed(started.seed);
-  const QString samples = started.count == 1 ? tr("1 sample") : tr("%1 samples").arg(started.count);
   context()->log(StudioContext::Level::info, tr("text: %1 of %2 bytes, seed %3")
-                                                 .arg(samples)
+                                                 .arg(counted(static_cast<qint64>(started.count), tr("1 sample"),
+                                                              tr("%1 samples")))
                                                  .arg(started.length)
                                                  .arg(static_cast<qulonglong>(started.seed)));
 }

@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "core/counted_text.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "wizard/sample_view.h"
@@ -25,11 +26,6 @@ namespace {
 
 constexpr int kScanDelayMs = 300;
 constexpr int kImagePreviews = 6;
-
-// "1 file" / "12 files": English plurals without a translation file (tr's %n would print "file(s)").
-QString files_text(qint64 n, const QString& one, const QString& many) {
-  return n == 1 ? one : many.arg(QLocale().toString(n));
-}
 
 }  // namespace
 
@@ -223,17 +219,17 @@ void DataPage::showScan() {
     const QString size = locale.formattedDataSize(scan_.total_bytes);
     if (scan_.kind == QLatin1String("image")) {
       summary = tr("%1 at %2x%3x%4 · %5")
-                    .arg(files_text(scan_.files, tr("1 image"), tr("%1 images")))
+                    .arg(counted(scan_.files, tr("1 image"), tr("%1 images")))
                     .arg(scan_.image_height)
                     .arg(scan_.image_width)
                     .arg(scan_.image_channels)
                     .arg(size);
     } else if (scan_.kind == QLatin1String("audio")) {
       summary = tr("%1 · %2 of audio at 12 kHz · %3")
-                    .arg(files_text(scan_.files, tr("1 file"), tr("%1 files")),
+                    .arg(counted(scan_.files, tr("1 file"), tr("%1 files")),
                          format_duration(scan_.audio_seconds), size);
     } else {
-      summary = tr("%1 · %2 of text").arg(files_text(scan_.files, tr("1 file"), tr("%1 files")), size);
+      summary = tr("%1 · %2 of text").arg(counted(scan_.files, tr("1 file"), tr("%1 files")), size);
     }
   }
   summary_->setText(summary);
