@@ -282,6 +282,12 @@ class WindowTest : public QObject {
     QVERIFY(generate_and_wait(text));
     QVERIFY2(window.errorBanner()->message().isEmpty(), qPrintable(window.errorBanner()->message()));
     QCOMPARE(window.statusDevice()->text(), QStringLiteral("CPU"));
+    // a tab without a model leaves the status bar empty, and coming back names the model again
+    window.tabs()->setCurrentWidget(window.tab("patterns"));
+    QCOMPARE(window.statusModel()->text(), QString());
+    QCOMPARE(window.statusRate()->text(), QString());
+    window.tabs()->setCurrentWidget(text);
+    QVERIFY2(window.statusModel()->text().contains("tiny-text"), qPrintable(window.statusModel()->text()));
 
     // Edit > Preferences reaches the tabs: Automatic generates on the CPU, GPU or not (engine/device.h).
     auto* answer = new QTimer(&window);

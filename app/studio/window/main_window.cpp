@@ -90,6 +90,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             statusRate_->setText(rate >= 0 ? tr("%1 tok/s").arg(QLocale().toString(rate, 'f', 0)) : QString());
           });
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    // The status bar speaks for the tab in front: the one before's model and rate go, and a tab that has no
+    // model (Patterns) leaves it empty.
+    statusModel_->clear();
+    statusDevice_->clear();
+    statusRate_->clear();
     if (StudioTab* tab = currentTab()) tab->activated();
     updateActions();
   });

@@ -42,6 +42,7 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit* logView() const { return log_; }
   QLabel* statusModel() const { return statusModel_; }
   QLabel* statusDevice() const { return statusDevice_; }
+  QLabel* statusRate() const { return statusRate_; }
   TrainWizard* trainWizard() const;
 
   // The file's tab comes to the front and opens it; false (with a message) when no tab takes it.
