@@ -3,6 +3,7 @@
 // computes them (amplitude_inputs in sparse_transformer.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -17,7 +18,7 @@ class AmplitudeHistory {
   // The input token (0..256) of `position` for `sample`. Positions are kept until overwritten, so a rewind
   // needs nothing: the positions before it still hold what was read there.
   void record(int64_t sample, int64_t position, int32_t token) {
-    tokens_[static_cast<size_t>(sample * capacity_ + position)] = static_cast<uint16_t>(token);
+    tokens_[static_cast<std::size_t>(sample * capacity_ + position)] = static_cast<uint16_t>(token);
   }
   // out[k], k < taps: the amplitude of byte position - taps + k (the input of position - taps + k + 1),
   // zero before byte 0. Every input up to `position` must be recorded.
