@@ -403,8 +403,9 @@ void decode_cache(const DecodeParams& p) {
   const ColumnRows column_rows{columns.columns, p.k_stride.seq, p.v_stride.seq};
   // Prefetching pays once the step's rows outgrow L2 (see prefetch_row()).
   const int64_t row_bytes = D * static_cast<int64_t>(sizeof(C));
-  const bool prefetch = work * attended_count(p.patterns[0], i) * 2 * row_bytes > (int64_t{256} << 10);
-#pragma omp parallel if (work > 1 && work * attended_count(p.patterns[0], i) * D > (1 << 16) && !omp_in_parallel())
+  const int64_t keys = attended_count(p.patterns[0], i);
+  const bool prefetch = work * keys * 2 * row_bytes > (int64_t{256} << 10);
+#pragma omp parallel if (work > 1 && work * keys * D > (1 << 16) && !omp_in_parallel())
   {
     std::vector<KeyRun> runs;
     GeneralRowDecoder<C> general(in_registers ? 0 : D);
