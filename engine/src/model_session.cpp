@@ -13,7 +13,7 @@
 #include "stx/engine/safetensors.h"
 #include "stx/engine/sampler.h"
 #include "stx/kernels/pattern.h"
-#include "stx/models/decoder.h"
+#include "stx/models/token_decoder.h"
 
 namespace fs = std::filesystem;
 
@@ -150,8 +150,10 @@ AttentionProbe LoadedModel::inspect(const std::vector<uint8_t>& bytes, int layer
   }
   // Byte i is predicted at step i from the bytes before it (step 0 reads the start token), so the attention
   // behind byte `position` is that of step `position`.
-  models::IncrementalDecoder decoder(impl_->bundle.model, 1, position + 1);
-  decoder.set_probe(layer, head);
+  // make_decoder: a model with the linear-prediction expert needs its inputs at every position too.
+  const std::unique_ptr<models::TokenDecoder> decoder =
+      models::make_decoder(impl_->bundle.model, 1, position + 1, kernels::DType::f32, at::Device(at::kCPU));
+  decoder->set_probe(layer, head);
   // No logits are wanted: the positions are read as a prefix, many per call, and the probe records the
   // last one's attention.
   std::vector<int32_t> inputs(static_cast<size_t>(position + 1));
@@ -159,13 +161,13 @@ AttentionProbe LoadedModel::inspect(const std::vector<uint8_t>& bytes, int layer
     inputs[static_cast<size_t>(i)] = i == 0 ? 256 : bytes[static_cast<size_t>(i - 1)];
   constexpr int64_t kChunk = 256;  // rows per call: the decoder's scratch grows with them
   for (int64_t i = 0; i <= position; i += kChunk) {
-    decoder.step_common_prefix(inputs.data() + i, std::min(kChunk, position + 1 - i));
+    decoder->step_common_prefix(inputs.data() + i, std::min(kChunk, position + 1 - i));
   }
   AttentionProbe probe;
   probe.layer = layer;
   probe.head = head;
   probe.position = position;
-  decoder.probe(0, probe.positions, probe.weights);
+  decoder->probe(0, probe.positions, probe.weights);
   return probe;
 }
 

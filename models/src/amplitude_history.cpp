@@ -1,18 +1,17 @@
 #include "stx/models/amplitude_history.h"
 
-#include <ATen/ATen.h>
-
 #include <algorithm>
+#include <array>
 
-#include "stx/models/sparse_transformer.h"
+#include "stx/models/mulaw.h"
 
 namespace stx::models {
 
 AmplitudeHistory::AmplitudeHistory(int64_t taps, int64_t batch, int64_t capacity)
     : taps_(taps), capacity_(capacity), tokens_(static_cast<size_t>(batch * capacity), 256), amplitude_(257, 0.0f) {
-  // The forward's own conversion, so that the decoder's inputs are its inputs to the bit.
-  const at::Tensor table = mulaw_amplitudes(at::arange(256, at::kLong)).contiguous();
-  std::copy_n(table.data_ptr<float>(), 256, amplitude_.begin());
+  // The forward's own table (mulaw_amplitudes reads it too), so that the decoder's inputs are its inputs.
+  const std::array<float, 256>& table = mulaw_amplitude_table();
+  std::copy(table.begin(), table.end(), amplitude_.begin());
 }
 
 void AmplitudeHistory::inputs(int64_t sample, int64_t position, float* out) const {

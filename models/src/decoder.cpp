@@ -174,6 +174,13 @@ void IncrementalDecoder::Impl::embed(const int32_t* input_tokens, int64_t b0, in
     }
   }
   if (amplitude_history_.taps() > 0) add_amplitude_inputs(input_tokens, b0, b1);
+  if (added_embedding_) {
+    for (int64_t b = b0; b < b1; ++b) {
+      float* h = h_.data() + b * d;
+      const float* add = added_embedding_ + b * d;
+      for (int64_t i = 0; i < d; ++i) h[i] += add[i];
+    }
+  }
 }
 
 void IncrementalDecoder::Impl::add_amplitude_inputs(const int32_t* input_tokens, int64_t b0, int64_t b1) {
@@ -485,10 +492,23 @@ kernels::DType IncrementalDecoder::cache_dtype() const { return impl_->cache_dty
 int IncrementalDecoder::half_weight_matrices() const { return impl_->half_weight_matrices(); }
 const ModelConfig& IncrementalDecoder::config() const { return impl_->config_; }
 int64_t IncrementalDecoder::position() const { return impl_->position_; }
-void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) { impl_->step(input_tokens, logits); }
+namespace {
+// add_to_next_embedding's rows serve one call, whichever way it ends.
+struct AddedEmbeddingScope {
+  const float*& rows;
+  ~AddedEmbeddingScope() { rows = nullptr; }
+};
+}  // namespace
+
+void IncrementalDecoder::step(const int32_t* input_tokens, float* logits) {
+  const AddedEmbeddingScope scope{impl_->added_embedding_};
+  impl_->step(input_tokens, logits);
+}
 void IncrementalDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count) {
+  const AddedEmbeddingScope scope{impl_->added_embedding_};
   impl_->step_common_prefix(input_tokens, count);
 }
+void IncrementalDecoder::add_to_next_embedding(const float* rows) { impl_->added_embedding_ = rows; }
 void IncrementalDecoder::rewind(int64_t position) { impl_->rewind(position); }
 void IncrementalDecoder::set_probe(int layer, int head) { impl_->set_probe(layer, head); }
 void IncrementalDecoder::probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const {

@@ -131,6 +131,8 @@ struct IncrementalDecoder::Impl {
   // ModelConfig::amplitude_taps: the amplitude map [d, taps] and the inputs it reads (empty without).
   std::vector<float> amplitude_map_;
   AmplitudeHistory amplitude_history_;
+  // TokenDecoder::add_to_next_embedding's rows for the step under way, or null.
+  const float* added_embedding_ = nullptr;
   std::vector<std::vector<float>> position_tables_;    // per axis: [size, d]
   std::vector<Layer> layers_;
   Norm final_norm_;

@@ -51,6 +51,7 @@ int64_t ModelConfig::parameter_count() const {
   total += layers * block;
   total += 2 * d + (d * 256 + 256);  // final norm, output
   total += amplitude_taps * d;       // the amplitude map, no bias
+  if (expert.enabled()) total += 256 * d + d + 2;  // predicted-byte embedding, scale map, lambda and w
   return total;
 }
 
@@ -104,6 +105,17 @@ void ModelConfig::validate() const {
   require(dropout >= 0.0 && dropout < 1.0, "config: dropout must be in [0, 1)");
   require(amplitude_taps >= 0 && amplitude_taps <= 1024, "config: data.amplitude_taps must be in [0, 1024]");
   require(amplitude_taps == 0 || kind == DataKind::audio, "config: data.amplitude_taps is for audio models only");
+  require(expert.order >= 0 && expert.order <= 1024, "config: expert.order must be in [0, 1024]");
+  if (expert.enabled()) {
+    require(kind == DataKind::audio, "config: the linear-prediction expert is for audio models only");
+    require(expert.refit_interval >= 1 && expert.refit_interval <= 65536,
+            "config: expert.refit_interval must be in [1, 65536]");
+    require(expert.window > expert.order && expert.window <= (int64_t{1} << 20),
+            "config: expert.window must be more than expert.order and at most 1048576");
+    require(expert.ridge >= 0.0 && expert.ridge <= 1.0, "config: expert.ridge must be in [0, 1]");
+    require(expert.scale_window >= 1 && expert.scale_window <= expert.refit_interval,
+            "config: expert.scale_window must be in [1, expert.refit_interval]");
+  }
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
@@ -119,10 +131,16 @@ nlohmann::json to_json(const ModelConfig& c) {
                               {"mode", kernels::to_string(c.mode)},
                               {"block", c.block}};
   if (c.pattern == kernels::Pattern::fixed) attention["summary"] = c.summary;
-  return {{"name", c.name},       {"data", data},       {"context", c.context},
-          {"d_model", c.d_model}, {"layers", c.layers}, {"heads", c.heads},
-          {"d_ff", c.d_ff},       {"attention", attention}, {"dropout", c.dropout},
-          {"recompute", c.recompute}, {"precision", to_string(c.precision)}};
+  nlohmann::json out = {{"name", c.name},       {"data", data},       {"context", c.context},
+                        {"d_model", c.d_model}, {"layers", c.layers}, {"heads", c.heads},
+                        {"d_ff", c.d_ff},       {"attention", attention}, {"dropout", c.dropout},
+                        {"recompute", c.recompute}, {"precision", to_string(c.precision)}};
+  if (c.expert.enabled()) {
+    out["expert"] = {{"kind", "linear_prediction"},         {"order", c.expert.order},
+                     {"refit_interval", c.expert.refit_interval}, {"window", c.expert.window},
+                     {"ridge", c.expert.ridge},             {"scale_window", c.expert.scale_window}};
+  }
+  return out;
 }
 
 namespace {
@@ -189,6 +207,19 @@ ModelConfig model_config_from_json(const nlohmann::json& json) {
   c.recompute = field<bool>(json, "recompute", "", &defaults.recompute);
   const std::string fp32 = "fp32";
   c.precision = parse_precision(field<std::string>(json, "precision", "", &fp32));
+  if (const auto expert_it = json.find("expert"); expert_it != json.end()) {
+    if (!expert_it->is_object()) throw ConfigError("config: 'expert' must be an object");
+    const std::string kind = field<std::string>(*expert_it, "kind", "expert.");
+    if (kind != "linear_prediction") {
+      throw ConfigError("config: unknown expert.kind '" + kind + "' (expected linear_prediction)");
+    }
+    const LinearExpertConfig d;
+    c.expert.order = field<int64_t>(*expert_it, "order", "expert.");
+    c.expert.refit_interval = field<int64_t>(*expert_it, "refit_interval", "expert.", &d.refit_interval);
+    c.expert.window = field<int64_t>(*expert_it, "window", "expert.", &d.window);
+    c.expert.ridge = field<double>(*expert_it, "ridge", "expert.", &d.ridge);
+    c.expert.scale_window = field<int64_t>(*expert_it, "scale_window", "expert.", &d.scale_window);
+  }
   c.validate();
   return c;
 }

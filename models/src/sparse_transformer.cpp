@@ -8,9 +8,11 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/init.h>
 
+#include <array>
 #include <cmath>
 
 #include "stx/kernels/layout.h"
+#include "stx/models/mulaw.h"
 #include "stx/models/sparse_attention.h"
 
 namespace stx::models {
@@ -191,6 +193,12 @@ SparseTransformerImpl::SparseTransformerImpl(const ModelConfig& config) : config
     amplitude = register_module(
         "amplitude", torch::nn::Linear(torch::nn::LinearOptions(config_.amplitude_taps, d).bias(false)));
   }
+  if (config_.expert.enabled()) {
+    expert_byte = register_module("expert_byte", torch::nn::Embedding(256, d));
+    expert_scale = register_module("expert_scale", torch::nn::Linear(torch::nn::LinearOptions(1, d).bias(false)));
+    network_weight = register_parameter("network_weight", at::zeros({1}));
+    expert_weight = register_parameter("expert_weight", at::ones({1}));
+  }
 
   std::vector<int64_t> coords;
   coords.reserve(config_.context * axes.size());
@@ -222,6 +230,12 @@ void SparseTransformerImpl::initialise() {
   output->weight.normal_(0.0, kStd);
   output->bias.zero_();
   if (amplitude) amplitude->weight.zero_();
+  if (expert_byte) {
+    expert_byte->weight.zero_();
+    expert_scale->weight.zero_();
+    network_weight.fill_(0.0);
+    expert_weight.fill_(1.0);
+  }
 }
 
 at::Tensor SparseTransformerImpl::position_embedding(int64_t first_position, int64_t length,
@@ -244,8 +258,24 @@ at::Tensor SparseTransformerImpl::embed(const at::Tensor& input_tokens, int64_t 
 
 at::Tensor SparseTransformerImpl::head(const at::Tensor& h) { return output->forward(final_norm->forward(h)); }
 
+at::Tensor SparseTransformerImpl::expert_embedding(const at::Tensor& predicted, const at::Tensor& scale_feature) {
+  return expert_byte->forward(predicted) + expert_scale->forward(scale_feature.unsqueeze(-1));
+}
+
+at::Tensor SparseTransformerImpl::mix_with_expert(const at::Tensor& network_logits, const at::Tensor& expert_log_probs) {
+  return network_weight * network_logits + expert_weight * expert_log_probs;
+}
+
 at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
+  if (!config_.expert.enabled()) return forward(bytes, ExpertInputs{});
   TORCH_CHECK(bytes.dim() == 2, "SparseTransformer: expected [batch, length] bytes, got ", bytes.sizes());
+  return forward(bytes, linear_expert_inputs(config_.expert, bytes, 0));
+}
+
+at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes, const ExpertInputs& expert) {
+  TORCH_CHECK(bytes.dim() == 2, "SparseTransformer: expected [batch, length] bytes, got ", bytes.sizes());
+  TORCH_CHECK(config_.expert.enabled() == expert.log_probs.defined(),
+              "SparseTransformer: the expert's inputs are given exactly when the config has an expert");
   const int64_t batch = bytes.size(0), length = bytes.size(1);
   TORCH_CHECK(length >= 1 && length <= config_.context, "SparseTransformer: length ", length,
               " is outside 1..", config_.context);
@@ -259,6 +289,12 @@ at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
                          precision == Precision::bf16 ? at::kBFloat16 : at::kHalf);
   at::Tensor h = embed(inputs, 0);
   if (amplitude) h = h + amplitude->forward(amplitude_inputs(tokens, config_.amplitude_taps));
+  if (expert_byte) {
+    TORCH_CHECK(expert.log_probs.size(0) == batch && expert.log_probs.size(1) == length,
+                "SparseTransformer: the expert's inputs cover ", expert.log_probs.sizes(), ", not the bytes' ",
+                bytes.sizes());
+    h = h + expert_embedding(expert.predicted.to(bytes.device()), expert.scale_feature.to(bytes.device()));
+  }
   for (auto& block : block_list) {
     if (config_.recompute && is_training() && at::GradMode::is_enabled()) {
       const std::vector<at::Tensor> params = block->parameters();
@@ -267,7 +303,9 @@ at::Tensor SparseTransformerImpl::forward(const at::Tensor& bytes) {
       h = h + block->branch(h);
     }
   }
-  return head(h).to(at::kFloat);  // logits in fp32 whatever the activations were
+  const at::Tensor logits = head(h).to(at::kFloat);  // logits in fp32 whatever the activations were
+  if (!expert_byte) return logits;
+  return mix_with_expert(logits, expert.log_probs.to(bytes.device()));
 }
 
 bool cpu_has_fast_bf16() {
@@ -293,9 +331,9 @@ int64_t SparseTransformerImpl::parameter_count() const {
 }
 
 at::Tensor mulaw_amplitudes(const at::Tensor& bytes) {
-  // y = byte / 255 * 2 - 1, x = sign(y) (256^|y| - 1) / 255
-  const at::Tensor y = bytes.to(at::kFloat) * (2.0 / 255.0) - 1.0;
-  return at::sign(y) * (at::exp(y.abs() * std::log(256.0)) - 1.0) / 255.0;
+  const std::array<float, 256>& table = mulaw_amplitude_table();
+  const at::Tensor amplitudes = at::from_blob(const_cast<float*>(table.data()), {256}, at::kFloat).to(bytes.device());
+  return amplitudes.index_select(0, bytes.reshape({-1}).to(at::kLong)).view(bytes.sizes());
 }
 
 at::Tensor amplitude_inputs(const at::Tensor& bytes, int64_t taps) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "stx/models/decoder.h"
+#include "stx/models/expert_decoder.h"
 #include "torch_kernel_bridge.h"
 
 namespace stx::models {
@@ -77,7 +78,12 @@ at::Tensor TorchDecoder::input_tensor(const int32_t* tokens, int64_t samples, in
 }
 
 at::Tensor TorchDecoder::embed(const int32_t* tokens, int64_t samples, int64_t rows) {
-  const at::Tensor h = model_->embed(input_tensor(tokens, samples, rows), position_);
+  at::Tensor h = model_->embed(input_tensor(tokens, samples, rows), position_);
+  if (added_embedding_) {
+    const at::Tensor added = at::from_blob(const_cast<float*>(added_embedding_), {samples, rows, config_.d_model}, at::kFloat);
+    h = h + added.to(device_);
+    added_embedding_ = nullptr;
+  }
   const int64_t taps = amplitude_history_.taps();
   if (taps == 0) return h;
   // Rows are positions position_.. of each sample (a prefix: sample 0's); token k is sample k / rows's.
@@ -249,8 +255,14 @@ void check_probe_head(const ModelConfig& config, int layer, int head) {
 
 std::unique_ptr<TokenDecoder> make_decoder(SparseTransformer& model, int64_t batch, int64_t capacity,
                                            kernels::DType cache_dtype, const at::Device& device) {
-  if (device.is_cpu()) return std::make_unique<IncrementalDecoder>(model, batch, capacity, cache_dtype);
-  return std::make_unique<TorchDecoder>(model, batch, capacity, cache_dtype, device);
+  std::unique_ptr<TokenDecoder> network;
+  if (device.is_cpu()) {
+    network = std::make_unique<IncrementalDecoder>(model, batch, capacity, cache_dtype);
+  } else {
+    network = std::make_unique<TorchDecoder>(model, batch, capacity, cache_dtype, device);
+  }
+  if (!model->config().expert.enabled()) return network;
+  return std::make_unique<ExpertDecoder>(model, std::move(network));
 }
 
 }  // namespace stx::models

@@ -69,6 +69,7 @@ class IncrementalDecoder final : public TokenDecoder {
   // capacity, std::invalid_argument for a token outside 0..256 or a count below 1.
   void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
 
+  void add_to_next_embedding(const float* rows) override;
   // Forgets positions >= position (0 <= position <= position()); the next step decodes `position`.
   void rewind(int64_t position) override;
 

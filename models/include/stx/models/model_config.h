@@ -17,6 +17,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "stx/kernels/pattern.h"
+#include "stx/models/linear_predictor.h"
 
 namespace stx::models {
 
@@ -52,6 +53,12 @@ struct ModelConfig {
   // the network to learn that neighbouring bytes are neighbouring levels; a linear predictor of the signal
   // is then one matrix away. Stored as data.amplitude_taps.
   int64_t amplitude_taps = 0;
+  // Audio only, off unless expert.order > 0: the linear-prediction expert (linear_predictor.h). The output
+  // is then a product of experts, logits = lambda * network + w * log p_expert, with lambda and w learned
+  // (starting at 0 and 1: a new model starts as the expert alone), and the network also sees the expert's
+  // predicted byte and its log scale. This departs from the paper's model, whose output is the network's
+  // alone. Stored as the object "expert".
+  LinearExpertConfig expert;
 
   int64_t context = 1024;  // n: the longest sequence the position embeddings cover
   int64_t d_model = 256;

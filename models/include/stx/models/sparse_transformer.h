@@ -21,6 +21,7 @@
 
 #include <vector>
 
+#include "stx/models/linear_expert.h"
 #include "stx/models/model_config.h"
 
 namespace stx::models {
@@ -52,12 +53,20 @@ class SparseTransformerImpl : public torch::nn::Module {
   explicit SparseTransformerImpl(const ModelConfig& config);
 
   // bytes: [B, T] integer tensor with values in 0..255 and 1 <= T <= context. Returns [B, T, 256] logits.
+  // With ModelConfig::expert, the expert reads each row from its start (linear_expert_inputs with no history).
   at::Tensor forward(const at::Tensor& bytes);
+  // The same with the expert's inputs given (ModelConfig::expert only): linear_expert_inputs of these bytes,
+  // perhaps after a past the network does not see (a training crop's).
+  at::Tensor forward(const at::Tensor& bytes, const ExpertInputs& expert);
 
   // The pieces the incremental sampler needs (engine/sampler): embedding of the input token at each
   // position (token 256 is the start token), the blocks, and the output head.
   at::Tensor embed(const at::Tensor& input_tokens, int64_t first_position);
   at::Tensor head(const at::Tensor& h);
+  // ModelConfig::expert only: what the expert adds to the embedding ([..., d] for [...] bytes and features),
+  // and the product of experts, lambda * network_logits + w * expert_log_probs.
+  at::Tensor expert_embedding(const at::Tensor& predicted, const at::Tensor& scale_feature);
+  at::Tensor mix_with_expert(const at::Tensor& network_logits, const at::Tensor& expert_log_probs);
 
   const ModelConfig& config() const { return config_; }
   int64_t parameter_count() const;
@@ -67,6 +76,12 @@ class SparseTransformerImpl : public torch::nn::Module {
   // it starts out as the same function. Its input at position i: the amplitudes of bytes i - taps .. i - 1,
   // oldest first, zero before the start (amplitude_inputs).
   torch::nn::Linear amplitude{nullptr};
+  // ModelConfig::expert only, all starting so that the model starts as the expert alone: the embedding of
+  // the expert's predicted byte [256, d] and the map of its scale feature [1] -> [d] (both zero), lambda,
+  // the network's weight in the product (zero), and w, the expert's (one); lambda and w are [1] each.
+  torch::nn::Embedding expert_byte{nullptr};
+  torch::nn::Linear expert_scale{nullptr};
+  at::Tensor network_weight, expert_weight;
   std::vector<torch::nn::Embedding> position_embeddings;
   torch::nn::ModuleList blocks{nullptr};
   std::vector<ResidualBlock> block_list;
@@ -82,7 +97,7 @@ class SparseTransformerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SparseTransformer);
 
-// The mu-law byte's amplitude in [-1, 1] (the inverse of engine/mulaw.h's encoding), as a float tensor.
+// The mu-law byte's amplitude in [-1, 1] (mulaw.h's table), as a float tensor of the bytes' shape.
 at::Tensor mulaw_amplitudes(const at::Tensor& bytes);
 // [B, T] bytes -> [B, T, taps]: row i holds the amplitudes of bytes i - taps .. i - 1 (zero before 0).
 at::Tensor amplitude_inputs(const at::Tensor& bytes, int64_t taps);

@@ -39,6 +39,10 @@ class TokenDecoder {
   // of position position() + k), computed once and copied to every sample; no logits. Only while every
   // step so far was one of these: std::logic_error otherwise.
   virtual void step_common_prefix(const int32_t* input_tokens, int64_t count) = 0;
+  // Inputs that are not tokens (the linear expert's, expert_decoder.h): `rows` is added to the embeddings of
+  // the next step() ([batch, d_model]) or step_common_prefix() ([count, d_model]) only; nullptr adds
+  // nothing. The caller keeps it alive until that call returns.
+  virtual void add_to_next_embedding(const float* rows) = 0;
   // Forgets positions >= position; the next step decodes `position`.
   virtual void rewind(int64_t position) = 0;
 

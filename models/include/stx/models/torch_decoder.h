@@ -46,6 +46,7 @@ class TorchDecoder final : public TokenDecoder {
 
   void step(const int32_t* input_tokens, float* logits) override;
   void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
+  void add_to_next_embedding(const float* rows) override { added_embedding_ = rows; }
   void rewind(int64_t position) override;
   void set_probe(int layer, int head) override;
   void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const override;
@@ -77,6 +78,7 @@ class TorchDecoder final : public TokenDecoder {
   std::vector<std::vector<kernels::HeadPattern>> patterns_;  // [layer][head]
   std::vector<at::Tensor> k_cache_, v_cache_;                // [layer]: [batch, heads, capacity, head_dim]
   AmplitudeHistory amplitude_history_;  // the inputs of ModelConfig::amplitude_taps, none without them
+  const float* added_embedding_ = nullptr;  // add_to_next_embedding's rows for the next call, or null
   int probe_layer_ = -1, probe_head_ = 0;
   int64_t probe_position_ = -1;
   bool probe_of_prefix_ = false;    // the last probe was of a prefix: sample 0's, which every sample shares

@@ -1,0 +1,61 @@
+// Decoding a model that has the linear-prediction expert (ModelConfig::expert), on any device. It wraps the
+// network's own decoder (IncrementalDecoder on the CPU, TorchDecoder on CUDA), runs one LinearPredictor per
+// sample on the host over the bytes decoded so far, hands the network the expert's inputs (its predicted
+// byte and scale, through TokenDecoder::add_to_next_embedding) and returns the product of experts,
+// lambda * network + w * log p_expert: the logits SparseTransformer::forward gives at the same position.
+// make_decoder() builds it for such a model; the network's decoders know nothing of the expert.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "stx/models/linear_predictor.h"
+#include "stx/models/sparse_transformer.h"
+#include "stx/models/token_decoder.h"
+
+namespace stx::models {
+
+class ExpertDecoder final : public TokenDecoder {
+ public:
+  // `network` decodes `model` (whose config has an expert) for the same batch; its weights for the expert
+  // are copied here.
+  ExpertDecoder(SparseTransformer& model, std::unique_ptr<TokenDecoder> network);
+
+  int64_t batch() const override { return network_->batch(); }
+  int64_t capacity() const override { return network_->capacity(); }
+  int64_t position() const override { return network_->position(); }
+  void step(const int32_t* input_tokens, float* logits) override;
+  void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
+  void add_to_next_embedding(const float* rows) override { added_ = rows; }
+  // Rewinds the network, and replays each sample's bytes before `position` through a fresh predictor.
+  void rewind(int64_t position) override;
+  void set_probe(int layer, int head) override { network_->set_probe(layer, head); }
+  void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const override {
+    network_->probe(sample, positions, weights);
+  }
+  // The predictor of `sample`, as of the next step (for tests and the level guard's report).
+  const LinearPredictor& predictor(int64_t sample) const;
+
+ private:
+  // Reads position() + k's input token into `sample`'s predictor (the start token adds nothing), and
+  // writes what the expert adds to that position's embedding into row `row` of rows_.
+  void read_input(int64_t sample, int64_t row, int32_t token, int64_t position);
+  // After a common prefix, the other samples' predictors become sample 0's before their first own step.
+  void share_prefix();
+
+  std::unique_ptr<TokenDecoder> network_;
+  LinearExpertConfig config_;
+  int64_t d_ = 0;
+  std::vector<float> byte_embedding_;  // [256, d]
+  std::vector<float> scale_map_;       // [d]
+  float network_weight_ = 0, expert_weight_ = 1;
+  std::vector<LinearPredictor> predictors_;
+  std::vector<uint8_t> history_;  // [batch, capacity]: byte i of each sample, for rewind
+  std::vector<float> rows_;       // what the expert adds to the embeddings of the call under way
+  std::vector<float> log_probs_;  // [batch, 256]
+  bool prefix_unshared_ = false;
+  const float* added_ = nullptr;
+};
+
+}  // namespace stx::models
