@@ -135,6 +135,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
     if (c.context > 0) throw UsageError("--context cannot change when resuming");
     if (!c.precision.empty()) throw UsageError("--precision cannot change when resuming");
     if (c.amplitude_taps >= 0) throw UsageError("--amplitude-taps cannot change when resuming");
+    if (c.expert_order >= 0) throw UsageError("--expert-order cannot change when resuming");
     // Without --steps the run keeps its own schedule: the trainer takes the caller's total as given.
     if (c.steps <= 0) {
       const engine::CheckpointInfo info = engine::read_checkpoint_info(engine::resolve_checkpoint(c.resume));
@@ -155,6 +156,9 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
   }
   if (!c.precision.empty()) o.precision = models::parse_precision(c.precision);  // checked by CLI11
   if (c.amplitude_taps >= 0) o.amplitude_taps = c.amplitude_taps;
+  if (c.expert_order >= 0) o.expert_order = c.expert_order;
+  if (c.noise_share >= 0) o.noise_share = c.noise_share;
+  if (c.noise_steps >= 0) o.noise_steps = c.noise_steps;
   o.data = c.data;
   o.out = c.out;
   if (c.steps > 0) o.steps = c.steps;
@@ -231,6 +235,21 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
                    "audio: the model also sees the previous N samples as amplitudes, not only as byte embeddings; "
                    "a fine-tune of a model without them starts them at zero [default: the model's, 0 = none]")
       ->check(whole_between(0, 1024));
+  command
+      ->add_option("--expert-order", o.expert_order,
+                   "audio: multiply a linear-prediction expert of this order into the output (a product of "
+                   "experts; the network also sees its prediction); a fine-tune of a model without one starts "
+                   "as the expert alone [default: the model's, none for the presets]")
+      ->check(whole_between(1, 1024));
+  command
+      ->add_option("--noise-share", o.noise_share,
+                   "share of training crops whose inputs (not targets) are moved by up to --noise-steps mu-law "
+                   "steps, so that the model holds up on its own noisy samples [default: recipe's, 0]")
+      ->check(finite_between(0.0, 1.0));
+  command
+      ->add_option("--noise-steps", o.noise_steps,
+                   "the largest move of the --noise-share crops' bytes, in mu-law steps [default: recipe's, 0]")
+      ->check(whole_between(0, 64));
   command
       ->add_option("--eval-every", o.eval_every,
                    "validate every K steps [default: 100; 0 = at checkpoints only]")

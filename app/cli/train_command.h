@@ -28,6 +28,9 @@ struct TrainCommandOptions {
   int64_t context = 0;
   std::string precision;  // empty: the preset's or config's
   int64_t amplitude_taps = -1;  // -1: the model's own
+  int64_t expert_order = -1;    // -1: the model's own
+  double noise_share = -1;      // -1: the recipe's
+  int64_t noise_steps = -1;     // -1: the recipe's
   int64_t eval_every = -1;
   int64_t eval_windows = -1;
   int64_t checkpoint_every = 0;

@@ -56,6 +56,13 @@ void TrainOptions::validate() const {
           {"amplitude_taps"});
   require(!amplitude_taps || (*amplitude_taps >= 0 && *amplitude_taps <= 1024),
           "the amplitude inputs must be in [0, 1024] samples", {"amplitude_taps"});
+  require(!(resume && expert_order),
+          "the linear-prediction expert cannot change when resuming: a resumed run keeps its checkpoint's model",
+          {"expert_order"});
+  require(!expert_order || (*expert_order >= 1 && *expert_order <= 1024),
+          "the expert's order must be in [1, 1024]", {"expert_order"});
+  require(noise_share >= 0 && noise_share <= 1, "the share of noisy crops must be in [0, 1]", {"noise_share"});
+  require(noise_steps >= 0 && noise_steps <= 64, "the noise must be in [0, 64] mu-law steps", {"noise_steps"});
   require(save_retry_seconds >= 0.001 && save_retry_seconds <= 86400, "save retry interval must be in [0.001, 86400] s");
   require(steps >= 1 && steps <= 100'000'000, "the number of steps must be in [1, 100000000]", {"steps"});
   require(batch >= 1 && batch <= 65536, "the batch size must be in [1, 65536]", {"batch"});
@@ -96,7 +103,9 @@ nlohmann::json recipe_to_json(const TrainOptions& o) {
           {"checkpoint_every", o.checkpoint_every},
           {"keep_last", o.keep_last},
           {"seed", o.seed},
-          {"validation_fraction", o.validation_fraction}};
+          {"validation_fraction", o.validation_fraction},
+          {"noise_share", o.noise_share},
+          {"noise_steps", o.noise_steps}};
 }
 
 void recipe_from_json(const nlohmann::json& json, TrainOptions& o) {
@@ -121,6 +130,8 @@ void recipe_from_json(const nlohmann::json& json, TrainOptions& o) {
   read(json, "keep_last", o.keep_last);
   read(json, "seed", o.seed);
   read(json, "validation_fraction", o.validation_fraction);
+  read(json, "noise_share", o.noise_share);
+  read(json, "noise_steps", o.noise_steps);
 }
 
 double learning_rate_at(const TrainOptions& o, int64_t step) {

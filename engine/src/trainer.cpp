@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -103,6 +104,12 @@ at::Device resolve_device(const std::string& name, int rank) {
   return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(rank % count));
 }
 
+// The learning rate of the product of experts' lambda and w over the weights'. Adam moves each parameter
+// by about the learning rate a step whatever its gradient: at 2e-4 a lambda starting at zero would take
+// thousands of steps to reach the network's share, while the weights move as fast relative to their
+// size (about 0.02) as lambda does here relative to 1.
+constexpr double kMixRateFactor = 50.0;
+
 // Builds the model and optimiser of a new run, or restores them from a checkpoint.
 void prepare(Run& run, const EventSink& sink) {
   TrainOptions& o = run.options;
@@ -151,6 +158,20 @@ void prepare(Run& run, const EventSink& sink) {
       throw Error(std::string(e.what()), {"amplitude_taps"});
     }
   }
+  if (o.expert_order && *o.expert_order != run.config.expert.order) {
+    if (run.config.expert.enabled()) {
+      throw Error("the model already has a linear-prediction expert of order " +
+                      std::to_string(run.config.expert.order) + "; a fine-tune keeps it",
+                  {"expert_order"});
+    }
+    run.config.expert = models::LinearExpertConfig{};
+    run.config.expert.order = *o.expert_order;
+    try {
+      run.config.validate();
+    } catch (const models::ConfigError& e) {
+      throw Error(std::string(e.what()), {"expert_order"});
+    }
+  }
   o.validate();
   if (o.data.empty()) throw Error("no training data given", {"data"});
   if (o.out.empty()) throw Error("no output folder given", {"out"});
@@ -194,14 +215,27 @@ void prepare(Run& run, const EventSink& sink) {
     at::NoGradGuard no_grad;
     auto source = resumed->model->named_parameters();
     for (auto& item : run.model->named_parameters()) {
-      // Only amplitude inputs added to a fine-tune are new: they keep their zero start (see TrainOptions).
+      // Only amplitude inputs or an expert added to a fine-tune are new: they keep their start (TrainOptions).
       if (const at::Tensor* from = source.find(item.key())) item.value().copy_(*from);
     }
   }
   // On the device before the optimiser takes the parameters, so its state lives there too.
   run.model->to(run.device);
   auto adam = torch::optim::AdamWOptions(o.learning_rate).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay);
-  run.optimizer = std::make_unique<torch::optim::AdamW>(run.model->parameters(), adam);
+  // Two groups: the weights, and the product of experts' two scalars (see kMixRateFactor).
+  std::vector<at::Tensor> weights, mix;
+  for (const auto& item : run.model->named_parameters()) {
+    const bool is_mix = item.key() == "network_weight" || item.key() == "expert_weight";
+    (is_mix ? mix : weights).push_back(item.value());
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(weights, std::make_unique<torch::optim::AdamWOptions>(adam));
+  if (!mix.empty()) {
+    auto mix_options = adam;
+    mix_options.lr(o.learning_rate * kMixRateFactor).weight_decay(0.0);
+    groups.emplace_back(mix, std::make_unique<torch::optim::AdamWOptions>(mix_options));
+  }
+  run.optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups), adam);
   if (resumed && o.resume) load_optimizer_state(resumed->folder, run.model, *run.optimizer);
 }
 
@@ -326,6 +360,51 @@ void record_validation(Run& run, const EventSink& sink, double bits_per_byte) {
   emit(run, sink, ValidationDone{run.state.step, bits_per_byte, best});
 }
 
+// A micro-batch of crops for a model with the linear-prediction expert or training noise: the clean crops
+// (the targets), what the network reads (the crops, noisy on a share of them), and the expert's inputs
+// from the same noisy bytes, after a past long enough for its first fit in the crop to see a whole window.
+struct CropBatch {
+  at::Tensor targets, inputs;  // [B, window] bytes
+  models::ExpertInputs expert;
+};
+
+CropBatch draw_crops(const Run& run, const CropSampler& crops, int64_t first_index, int64_t count) {
+  const TrainOptions& o = run.options;
+  const models::LinearExpertConfig& expert = run.config.expert;
+  const int64_t window = run.window;
+  const size_t past = expert.enabled() ? static_cast<size_t>(expert.window + expert.order + 2 * expert.refit_interval) : 0;
+  CropBatch batch;
+  batch.targets = at::empty({count, window}, at::kByte);
+  batch.inputs = at::empty({count, window}, at::kByte);
+  std::vector<models::ExpertInputs> rows(static_cast<size_t>(count));
+  at::parallel_for(0, count, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<uint8_t> bytes(past + static_cast<size_t>(window));
+    for (int64_t b = b0; b < b1; ++b) {
+      const auto index = static_cast<uint64_t>(first_index + b);
+      const size_t before = crops.copy_with_past(index, past, bytes.data());
+      std::memcpy(batch.targets[b].data_ptr<uint8_t>(), bytes.data() + before, static_cast<size_t>(window));
+      if (crop_is_noisy(run.state.seed, index, o.noise_share)) {
+        add_crop_noise(run.state.seed, index, static_cast<int>(o.noise_steps), bytes.data(), before + window);
+      }
+      std::memcpy(batch.inputs[b].data_ptr<uint8_t>(), bytes.data() + before, static_cast<size_t>(window));
+      if (expert.enabled()) {
+        const at::Tensor row = at::from_blob(bytes.data(), {1, static_cast<int64_t>(before) + window}, at::kByte);
+        rows[static_cast<size_t>(b)] = models::linear_expert_inputs(expert, row, static_cast<int64_t>(before));
+      }
+    }
+  });
+  if (expert.enabled()) {
+    std::vector<at::Tensor> log_probs, predicted, features;
+    for (const models::ExpertInputs& r : rows) {
+      log_probs.push_back(r.log_probs);
+      predicted.push_back(r.predicted);
+      features.push_back(r.scale_feature);
+    }
+    batch.expert = models::ExpertInputs{at::cat(log_probs, 0), at::cat(predicted, 0), at::cat(features, 0)};
+  }
+  return batch;
+}
+
 // One optimiser step over the global batch. Returns false when cancelled part-way (the step is dropped).
 bool train_step(Run& run, const CropSampler& crops, const std::atomic<bool>& cancel, double& loss_bits) {
   const TrainOptions& o = run.options;
@@ -342,12 +421,20 @@ bool train_step(Run& run, const CropSampler& crops, const std::atomic<bool>& can
       run.optimizer->zero_grad();
       return false;
     }
-    for (int64_t b = 0; b < local_batch; ++b) {
-      const int64_t index = run.state.samples_drawn + micro * micro_batch + rank * local_batch + b;
-      crops.copy(static_cast<uint64_t>(index), bytes[b].data_ptr<uint8_t>());
+    const int64_t first_index = run.state.samples_drawn + micro * micro_batch + rank * local_batch;
+    at::Tensor logits, targets;
+    if (run.config.expert.enabled() || (o.noise_share > 0 && o.noise_steps > 0)) {
+      const CropBatch batch = draw_crops(run, crops, first_index, local_batch);
+      targets = batch.targets.to(run.device).to(at::kLong);
+      const at::Tensor inputs = batch.inputs.to(run.device).to(at::kLong);
+      logits = run.config.expert.enabled() ? run.model->forward(inputs, batch.expert) : run.model->forward(inputs);
+    } else {
+      for (int64_t b = 0; b < local_batch; ++b) {
+        crops.copy(static_cast<uint64_t>(first_index + b), bytes[b].data_ptr<uint8_t>());
+      }
+      targets = bytes.to(run.device).to(at::kLong);
+      logits = run.model->forward(targets);
     }
-    const at::Tensor targets = bytes.to(run.device).to(at::kLong);
-    const at::Tensor logits = run.model->forward(targets);
     const at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, 256}), targets.reshape({-1}));
     // Each micro-batch of each process weighs 1 / (accumulation * world) of the global mean.
     (loss / static_cast<double>(o.accumulation)).backward();
@@ -361,8 +448,9 @@ bool train_step(Run& run, const CropSampler& crops, const std::atomic<bool>& can
   }
   if (o.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, o.clip_norm);
   const double lr = learning_rate_at(o, run.state.step);
-  for (auto& group : run.optimizer->param_groups()) {
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  auto& groups = run.optimizer->param_groups();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    static_cast<torch::optim::AdamWOptions&>(groups[g].options()).lr(g == 0 ? lr : lr * kMixRateFactor);
   }
   run.optimizer->step();
   run.state.step += 1;

@@ -41,6 +41,33 @@ void CropSampler::copy(uint64_t index, uint8_t* out) const {
   std::memcpy(out, stream_->data() + start_of(index), context_);
 }
 
+size_t CropSampler::copy_with_past(uint64_t index, size_t past, uint8_t* out) const {
+  const size_t start = start_of(index), before = std::min(past, start);
+  std::memcpy(out, stream_->data() + start - before, before + context_);
+  return before;
+}
+
+namespace {
+// Streams of their own for the noise, apart from the crops' starts.
+constexpr uint64_t kNoiseChoiceStream = 0x6E6F697365636831ull, kNoiseStream = 0x6E6F697365766131ull;
+}  // namespace
+
+bool crop_is_noisy(uint64_t seed, uint64_t index, double share) {
+  if (share <= 0) return false;
+  const double u = static_cast<double>(splitmix64(seed ^ kNoiseChoiceStream, index) >> 11) * 0x1.0p-53;
+  return u < share;
+}
+
+void add_crop_noise(uint64_t seed, uint64_t index, int steps, uint8_t* bytes, size_t count) {
+  if (steps <= 0) return;
+  const uint64_t stream = splitmix64(seed ^ kNoiseStream, index);
+  const auto span = static_cast<uint64_t>(2 * steps + 1);
+  for (size_t i = 0; i < count; ++i) {
+    const int shift = static_cast<int>(splitmix64(stream, i) % span) - steps;
+    bytes[i] = static_cast<uint8_t>(std::clamp(static_cast<int>(bytes[i]) + shift, 0, 255));
+  }
+}
+
 std::vector<std::pair<size_t, size_t>> evaluation_windows(size_t stream_bytes, size_t context,
                                                           size_t record_bytes, size_t max_windows) {
   if (record_bytes == 0) throw Error("the record size must be at least 1 byte");

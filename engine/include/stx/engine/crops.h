@@ -21,6 +21,9 @@ class CropSampler {
   size_t start_of(uint64_t index) const;
   // Writes `context` bytes to out.
   void copy(uint64_t index, uint8_t* out) const;
+  // Writes up to `past` bytes before the crop (fewer near the stream's start), then the crop: out holds
+  // past + context bytes. Returns how many bytes before the crop were written.
+  size_t copy_with_past(uint64_t index, size_t past, uint8_t* out) const;
 
  private:
   const std::vector<uint8_t>* stream_;
@@ -29,6 +32,12 @@ class CropSampler {
   uint64_t seed_;
   size_t start_count_;  // number of aligned starts that leave room for a whole crop
 };
+
+// Training noise (TrainOptions::noise_share, noise_steps), drawn like the crops from the seed and the
+// crop's index, so a resumed run draws what an uninterrupted one would: whether crop `index` is noisy, and
+// the noise itself, every byte moved by a whole number of steps in [-steps, steps], clamped to 0..255.
+bool crop_is_noisy(uint64_t seed, uint64_t index, double share);
+void add_crop_noise(uint64_t seed, uint64_t index, int steps, uint8_t* bytes, size_t count);
 
 // Consecutive non-overlapping windows [begin, end) of at most `context` bytes (rounded down to whole records)
 // covering the stream from 0; the last one may be shorter. With max_windows > 0 and more windows than that,

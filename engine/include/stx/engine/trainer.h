@@ -38,6 +38,17 @@ struct TrainOptions {
   // amplitude_taps), over the model's own. A fine-tune of a model without them adds them starting at zero,
   // so that it begins as the same model; a model that has them keeps its number. Not for a resumed run.
   std::optional<int64_t> amplitude_taps;
+  // Audio models: the order of the linear-prediction expert (models::ModelConfig::expert, its other fields
+  // at their defaults), over the model's own. A fine-tune of a model without one adds it so that the model
+  // starts as the expert alone (the network's weight in the product at zero); a model that has one keeps
+  // it. Not for a resumed run.
+  std::optional<int64_t> expert_order;
+  // Training that survives its own samples: on this share of the crops, every byte that the network and
+  // the expert read (the inputs and the expert's past) is moved by a whole number of mu-law steps drawn
+  // uniformly from [-noise_steps, noise_steps], while the targets stay the clean bytes. A generated history
+  // is the model's own noisy draws; trained only on clean histories, a model leans on them too much.
+  double noise_share = 0.0;
+  int64_t noise_steps = 0;
 
   int64_t steps = 1000;          // total optimiser steps of the run (a resumed run continues up to this)
   int64_t batch = 8;             // sequences per optimiser step, over all processes and accumulation steps
