@@ -37,6 +37,10 @@ void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
   c.add_option("--top-k", o.top_k, "sample among the k most likely bytes (0: all)")->capture_default_str();
   c.add_option("--top-p", o.top_p, "sample among the most likely bytes holding this probability (1: all)")
       ->capture_default_str();
+  c.add_option("--min-p", o.min_p,
+               "leave out bytes less likely than this times the most likely one (0: off); for audio, a floor "
+               "under the hiss that a 256-way distribution otherwise spreads over every level")
+      ->capture_default_str();
   c.add_option("--kv-cache", o.kv_cache,
                "keys and values kept as float16 (half the memory, faster late in long audio) or float32 (the "
                "forward pass's attention to float rounding)")
@@ -105,7 +109,7 @@ engine::SampleRequest checked_request(const SampleCommandOptions& o) {
   require_between("--n", o.count, 1, 256);
   engine::SampleRequest request;
   request.count = o.count;
-  request.settings = engine::SamplingSettings{o.temperature, o.top_k, o.top_p};
+  request.settings = engine::SamplingSettings{o.temperature, o.top_k, o.top_p, o.min_p};
   request.seed = o.seed;
   request.half_precision_cache = o.kv_cache == "float16";
   try {

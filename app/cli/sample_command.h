@@ -22,7 +22,7 @@ struct SampleCommandOptions {
   std::vector<std::string> stop;
   int64_t count = 1;
   std::optional<uint64_t> seed;
-  double temperature = 1.0, top_p = 1.0;
+  double temperature = 1.0, top_p = 1.0, min_p = 0.0;
   int top_k = 0;
   bool force = false, quiet = false;
   std::string kv_cache = "float16";  // float16 or float32: SampleRequest::half_precision_cache

@@ -75,6 +75,7 @@ void SamplingSettings::validate() const {
   }
   if (top_k < 0 || top_k > 256) throw Error("top-k must be in 0..256 (0: off), got " + std::to_string(top_k), {"top_k"});
   if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("top-p must be in (0, 1], got " + number(top_p), {"top_p"});
+  if (!(min_p >= 0.0 && min_p < 1.0)) throw Error("min-p must be in [0, 1) (0: off), got " + number(min_p), {"min_p"});
 }
 
 int pick_byte(const float* logits, const SamplingSettings& settings, double u) {
@@ -94,6 +95,7 @@ int pick_byte(const float* logits, const SamplingSettings& settings, double u) {
   double total = 0.0;
   for (int r = 0; r < 256; ++r) {
     p[r] = std::exp((logits[order[r]] - top) / settings.temperature);
+    if (p[r] < settings.min_p) p[r] = 0.0;  // p is relative to the most likely byte's, which is 1
     total += p[r];
   }
   int kept = settings.top_k > 0 ? settings.top_k : 256;
@@ -114,7 +116,11 @@ int pick_byte(const float* logits, const SamplingSettings& settings, double u) {
     target -= p[r];
     if (target < 0.0) return order[r];
   }
-  return order[kept - 1];  // u * total rounded up to the very end
+  // u * total rounded up to the very end: the last byte that may be drawn.
+  for (int r = kept - 1; r > 0; --r) {
+    if (p[r] > 0.0) return order[r];
+  }
+  return order[0];
 }
 
 namespace {

@@ -344,6 +344,19 @@ TEST(PickByte, TemperatureTopKAndTopPFollowTheirDefinitions) {
   f = frequencies(nucleus);
   EXPECT_GT(f[9], 0.2);
   EXPECT_EQ(f.count(200), 0u);
+  // min-p 0.3: byte 9 (e^-1 = 0.37 of byte 7's probability) stays, byte 200 (0.14) and the tail go, and the
+  // rest keep their proportions.
+  stx::engine::SamplingSettings floor;
+  floor.min_p = 0.3;
+  f = frequencies(floor);
+  EXPECT_EQ(f.size(), 2u);
+  EXPECT_NEAR(f[7], std::exp(2.0) / (std::exp(2.0) + std::exp(1.0)), 1e-3);
+  // u at the very end never lands on a dropped byte
+  EXPECT_EQ(stx::engine::pick_byte(logits.data(), floor, 1.0), 9);
+  floor.min_p = 1.0;
+  EXPECT_THROW(floor.validate(), stx::engine::Error);
+  floor.min_p = -0.1;
+  EXPECT_THROW(floor.validate(), stx::engine::Error);
 }
 
 }  // namespace

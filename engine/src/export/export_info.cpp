@@ -46,6 +46,7 @@ PngText sample_fields(const ExportInfo& info) {
   fields.emplace_back("Temperature", number_text(info.temperature));
   fields.emplace_back("Top-k", std::to_string(info.top_k));
   fields.emplace_back("Top-p", number_text(info.top_p));
+  if (info.min_p > 0) fields.emplace_back("Min-p", number_text(info.min_p));
   if (!info.kv_cache.empty()) fields.emplace_back("KV cache", info.kv_cache);
   if (info.prompt_rows_kept) fields.emplace_back("Prompt rows kept", std::to_string(*info.prompt_rows_kept));
   if (!info.prompt.empty()) fields.emplace_back("Prompt", prompt_text(info.prompt));
@@ -95,6 +96,7 @@ ExportInfo sample_export_info(const std::string& model_name, const std::string& 
   info.temperature = settings.temperature;
   info.top_k = settings.top_k;
   info.top_p = settings.top_p;
+  info.min_p = settings.min_p;
   info.kv_cache = kv_cache_name(half_precision_cache);
   info.sample_number = index + 1;
   info.sample_count = count;

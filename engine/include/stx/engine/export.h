@@ -35,6 +35,7 @@ struct ExportInfo {
   double temperature = 1.0;
   int top_k = 0;       // 0: off
   double top_p = 1.0;  // 1: off
+  double min_p = 0.0;  // 0: off, and then not written
   // The KV cache's type, "float16" or "float32" (kv_cache_name): the sampled bytes depend on it, so a seed
   // reproduces a sample only with the same type. Empty leaves it out.
   std::string kv_cache;

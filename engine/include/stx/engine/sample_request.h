@@ -13,8 +13,12 @@ struct SamplingSettings {
   double temperature = 1.0;  // 0: always the most likely byte
   int top_k = 0;             // keep the k most likely bytes; 0: all 256
   double top_p = 1.0;        // keep the smallest set whose probability reaches p; 1: all
+  // Drop every byte less likely than min_p times the most likely one (after the temperature); 0: off. For
+  // audio this is the floor under the noise: a 256-way distribution spreads a little probability over
+  // every level, and drawn sample after sample that tail is heard as hiss.
+  double min_p = 0.0;
   // Throws Error naming the setting when out of range (temperature < 0, top_k outside 0..256, top_p
-  // outside (0, 1]).
+  // outside (0, 1], min_p outside [0, 1)).
   void validate() const;
 };
 
