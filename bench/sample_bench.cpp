@@ -7,6 +7,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -18,6 +20,7 @@
 
 #include "stx/engine/atomic_file.h"
 #include "stx/models/decoder.h"
+#include "stx/models/expert_decoder.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
 #include "contention.h"
@@ -50,6 +53,9 @@ struct SampleBenchOptions {
   // Busy programs beside the timed decoding (bench/contention.h), side by side at each position: the rate
   // with other work on the machine against the rate alone (0).
   std::vector<int> contend = {0};
+  // Audio: the linear-prediction expert's order (models::ModelConfig::expert; 0: none), side by side at each
+  // position, so that its cost per sample is measured against the network alone.
+  std::vector<int64_t> expert_orders = {0};
   std::string json_path;
 };
 
@@ -58,6 +64,7 @@ struct Row {
   std::string mode = "step";  // or "prompt": positions read as a prompt all samples share
   int64_t batch = 0, position = 0, parameters = 0;
   int contend = 0;  // busy threads beside it
+  int64_t expert = 0;  // the linear-prediction expert's order, 0 for none
   double tokens_per_s = 0, steps_per_s = 0;
   double vs_first = 0;  // tokens/s against the first row timed at this position; 0 for that row itself
   double vs_first_position = 0;  // tokens/s against this setting's first position; 0 at that position
@@ -94,12 +101,24 @@ constexpr int64_t kTimedPositions = 9;
 Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
             const std::string& kv_cache, const std::string& weights, bool prompt, int contend) {
   const int64_t capacity = model->config().context;
-  models::IncrementalDecoder decoder(model, batch, capacity,
-                                     kv_cache == "float16" ? kernels::DType::f16 : kernels::DType::f32);
-  if (weights == "float16" && decoder.half_weight_matrices() == 0) {
+  auto network = std::make_unique<models::IncrementalDecoder>(
+      model, batch, capacity, kv_cache == "float16" ? kernels::DType::f16 : kernels::DType::f32);
+  if (weights == "float16" && network->half_weight_matrices() == 0) {
     throw std::logic_error("stx-bench sample: the float16 model's matrices were not kept as halves");
   }
-  stx::models::skip_to_for_timing(decoder, position);
+  stx::models::skip_to_for_timing(*network, position);
+  std::unique_ptr<models::TokenDecoder> wrapped;
+  if (model->config().expert.enabled()) {
+    // Each predictor reads a tone first, so that every timed step pays for fits over a whole window.
+    auto expert = std::make_unique<models::ExpertDecoder>(model, std::move(network));
+    std::vector<uint8_t> tone(static_cast<size_t>(2 * model->config().expert.window));
+    for (size_t i = 0; i < tone.size(); ++i) tone[i] = static_cast<uint8_t>(128 + 60 * std::sin(0.05 * static_cast<double>(i)));
+    models::warm_for_timing(*expert, tone.data(), static_cast<int64_t>(tone.size()));
+    wrapped = std::move(expert);
+  } else {
+    wrapped = std::move(network);
+  }
+  models::TokenDecoder& decoder = *wrapped;
   // A prompt: chunks of positions every sample shares (steps_per_s counts positions); else single steps.
   // Near the end of the context, smaller chunks: a warm-up and 8 timed calls must fit.
   const int64_t per_call =
@@ -139,10 +158,11 @@ void print_row(const Row& r) {
   char ratio[32] = "", by_position[32] = "";
   if (r.vs_first > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_first);
   if (r.vs_first_position > 0) std::snprintf(by_position, sizeof by_position, "%.2fx", r.vs_first_position);
-  std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %5lld  %4d  %8lld  %10.0f  %9.0f  %8s  %-8s  %-6s  %s\n",
+  std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %6lld  %5lld  %4d  %8lld  %10.0f  %9.0f  %8s  %-8s  %-6s  %s\n",
               r.model.c_str(), r.pattern.c_str(), static_cast<long long>(r.parameters), r.weights.c_str(),
-              r.kv_cache.c_str(), static_cast<long long>(r.batch), r.contend, static_cast<long long>(r.position),
-              r.tokens_per_s, r.steps_per_s, ratio, r.cpu_path.c_str(), r.mode.c_str(), by_position);
+              r.kv_cache.c_str(), static_cast<long long>(r.expert), static_cast<long long>(r.batch), r.contend,
+              static_cast<long long>(r.position), r.tokens_per_s, r.steps_per_s, ratio, r.cpu_path.c_str(),
+              r.mode.c_str(), by_position);
   std::fflush(stdout);
 }
 
@@ -152,8 +172,8 @@ void run(const SampleBenchOptions& o) {
   omp_set_num_threads(threads);
   std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
               "tokens/s counts every sample of the batch\n", threads);
-  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %5s  %4s  %8s  %10s  %9s  %8s  %-8s  %-6s  %s\n", "model",
-              "pattern", "params", "weights", "kv", "batch", "busy", "position", "tokens/s", "steps/s", "vs first", "cpu",
+  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %6s  %5s  %4s  %8s  %10s  %9s  %8s  %-8s  %-6s  %s\n", "model",
+              "pattern", "params", "weights", "kv", "expert", "batch", "busy", "position", "tokens/s", "steps/s", "vs first", "cpu",
               "mode", "vs first position");
   std::fflush(stdout);
   std::vector<Row> rows;
@@ -189,17 +209,43 @@ void run(const SampleBenchOptions& o) {
         std::string weights, kv_cache, cpu_path;
         bool prompt = false;
         int contend = 0;
+        int64_t expert = 0;
       };
       std::vector<Setting> settings;
       for (const int busy : o.contend) {
-        for (const std::string& w : o.weights) {
-          for (const std::string& kv : o.kv_caches) {
-            for (const std::string& path : o.cpu_paths) {
-              for (const bool prompt : prompt_modes) settings.push_back({w, kv, path, prompt, busy});
+        for (const int64_t expert : o.expert_orders) {
+          if (expert > 0 && config.kind != models::DataKind::audio) continue;
+          for (const std::string& w : o.weights) {
+            for (const std::string& kv : o.kv_caches) {
+              for (const std::string& path : o.cpu_paths) {
+                for (const bool prompt : prompt_modes) settings.push_back({w, kv, path, prompt, busy, expert});
+              }
             }
           }
         }
       }
+      // The same network with each expert order asked for (its own weights copied in, the expert's at their
+      // start), and its copy with halves, made when first needed.
+      std::map<std::pair<int64_t, bool>, models::SparseTransformer> with_expert;
+      auto model_for = [&](const Setting& set) -> models::SparseTransformer& {
+        models::SparseTransformer& network = set.weights == "float16" ? *model16 : model;
+        if (set.expert == 0) return network;
+        const auto key = std::make_pair(set.expert, set.weights == "float16");
+        auto found = with_expert.find(key);
+        if (found == with_expert.end()) {
+          models::ModelConfig c = config;
+          c.expert.order = set.expert;
+          models::SparseTransformer m(c);
+          m->eval();
+          at::NoGradGuard no_grad;
+          auto source = network->named_parameters();
+          for (auto& item : m->named_parameters()) {
+            if (const at::Tensor* from = source.find(item.key())) item.value().copy_(*from);
+          }
+          found = with_expert.emplace(key, m).first;
+        }
+        return found->second;
+      };
       for (int64_t batch : o.batches) {
         // timed[s][p]: setting s at position p, one row per round so far.
         std::vector<std::vector<std::vector<Row>>> timed(settings.size(),
@@ -213,7 +259,7 @@ void run(const SampleBenchOptions& o) {
                                      : set.cpu_path == "avx2"     ? kernels::CpuIsa::avx2
                                      : set.cpu_path == "portable" ? kernels::CpuIsa::portable
                                                                   : kernels::best_cpu_isa());
-              Row r = time_at(set.weights == "float16" ? *model16 : model, batch, positions[p],
+              Row r = time_at(model_for(set), batch, positions[p],
                               o.seconds_per_row / o.rounds, set.kv_cache, set.weights, set.prompt,
                               set.contend);
               r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
@@ -222,6 +268,7 @@ void run(const SampleBenchOptions& o) {
               r.parameters = model->parameter_count();
               r.kv_cache = set.kv_cache;
               r.weights = set.weights;
+              r.expert = set.expert;
               timed[s][p].push_back(r);
             }
             if (round + 1 < o.rounds) continue;
@@ -266,6 +313,7 @@ void run(const SampleBenchOptions& o) {
                              {"cpu_path", r.cpu_path},
                              {"mode", r.mode},
                              {"contend", r.contend},
+                             {"expert_order", r.expert},
                              {"tokens_per_s_by_round", r.tokens_per_s_by_round}};
     if (r.vs_first > 0) record["vs_first"] = r.vs_first;
     if (r.vs_first_position > 0) record["vs_first_position"] = r.vs_first_position;
@@ -340,6 +388,12 @@ void register_sample_command(CLI::App& parent) {
                   "against the rate alone")
       ->delimiter(',')
       ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  cmd->add_option("--expert", o->expert_orders,
+                  "Audio: the linear-prediction expert's order, side by side at each position (comma list; 0: "
+                  "none, the reference of \"vs first\" when given first): its cost per sample beside the network's")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}))
       ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
   cmd->callback([o] { run(*o); });

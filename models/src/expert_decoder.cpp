@@ -133,4 +133,9 @@ void ExpertDecoder::rewind(int64_t position) {
   }
 }
 
+void warm_for_timing(ExpertDecoder& decoder, const uint8_t* bytes, int64_t count) {
+  decoder.share_prefix();
+  for (LinearPredictor& p : decoder.predictors_) p.push_history(bytes, count);
+}
+
 }  // namespace stx::models

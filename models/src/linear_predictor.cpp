@@ -1,10 +1,9 @@
 #include "stx/models/linear_predictor.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 
+#include "ridge_solver.h"
 #include "stx/models/mulaw.h"
 
 namespace stx::models {
@@ -19,75 +18,6 @@ constexpr double kFullScale = 0.999;
 // The guarded fit's ridge, over the normal one: coefficients shrink towards zero, which pulls the synthesis
 // filter's poles inwards, away from the instability that feeds on the predictor's own output.
 constexpr double kGuardRidgeFactor = 100.0;
-
-// sum a[k] b[k] with four independent sums, so that the compiler may keep them in vector registers (a
-// single running sum is one long dependency chain, and it may not reorder it).
-double dot_portable(const double* a, const double* b, int64_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t k = 0;
-  for (; k + 4 <= n; k += 4) {
-    s0 += a[k] * b[k];
-    s1 += a[k + 1] * b[k + 1];
-    s2 += a[k + 2] * b[k + 2];
-    s3 += a[k + 3] * b[k + 3];
-  }
-  for (; k < n; ++k) s0 += a[k] * b[k];
-  return (s0 + s2) + (s1 + s3);
-}
-
-// The same with AVX2 and FMA, eight products a step: the fit's Cholesky factorisation is order^3 / 6 of
-// these (22 M at order 512, every 256 samples), most of the expert's cost when decoding.
-__attribute__((target("avx2,fma"))) double dot_avx2(const double* a, const double* b, int64_t n) {
-  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    s0 = _mm256_fmadd_pd(_mm256_loadu_pd(a + k), _mm256_loadu_pd(b + k), s0);
-    s1 = _mm256_fmadd_pd(_mm256_loadu_pd(a + k + 4), _mm256_loadu_pd(b + k + 4), s1);
-  }
-  alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
-  double sum = (lanes[0] + lanes[2]) + (lanes[1] + lanes[3]);
-  for (; k < n; ++k) sum += a[k] * b[k];
-  return sum;
-}
-
-// Chosen once per process: every fit of a run, in training and in decoding, takes the same path.
-double dot(const double* a, const double* b, int64_t n) {
-  static const bool avx2 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return avx2 ? dot_avx2(a, b, n) : dot_portable(a, b, n);
-}
-
-// Solves (A + lambda I) a = b for symmetric positive semi-definite A (n x n, row-major, only the upper
-// triangle read) by Cholesky; false if the factor breaks down (then a is left alone).
-bool solve_ridge(const double* matrix, int64_t stride, const double* b, int64_t n, double lambda,
-                 std::vector<double>& factor, double* a) {
-  factor.assign(static_cast<size_t>(n * n), 0.0);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = i; j < n; ++j) {
-      const double sum = matrix[i * stride + j] + (i == j ? lambda : 0.0) -
-                         dot(factor.data() + i * n, factor.data() + j * n, i);
-      if (i == j) {
-        if (!(sum > 0.0)) return false;
-        factor[static_cast<size_t>(i * n + i)] = std::sqrt(sum);
-      } else {
-        factor[static_cast<size_t>(j * n + i)] = sum / factor[static_cast<size_t>(i * n + i)];
-      }
-    }
-  }
-  std::vector<double> y(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {  // L y = b
-    y[static_cast<size_t>(i)] = (b[i] - dot(factor.data() + i * n, y.data(), i)) / factor[static_cast<size_t>(i * n + i)];
-  }
-  for (int64_t i = n - 1; i >= 0; --i) {  // L^T a = y
-    double sum = y[static_cast<size_t>(i)];
-    for (int64_t k = i + 1; k < n; ++k) sum -= factor[static_cast<size_t>(k * n + i)] * a[k];
-    a[i] = sum / factor[static_cast<size_t>(i * n + i)];
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -154,14 +84,16 @@ void LinearPredictor::refit() {
   const int64_t n = p + 1;
   // phi(j, k) = sum over t in [t0, t1) of x[t - j] x[t - k] (zero before the first byte): the first row
   // directly, the rest by phi(j + 1, k + 1) = phi(j, k) + x[t0 - 1 - j] x[t0 - 1 - k] - x[t1 - 1 - j] x[t1 - 1 - k].
-  phi_.assign(static_cast<size_t>(n * n), 0.0);
+  phi_.resize(static_cast<size_t>(n * n));
   const float* x = x_.data() - base_;  // x[t] for base_ <= t < count_
   std::copy(row_.begin(), row_.end(), phi_.begin());
+  // Both triangles: the solver reads the lower one by rows.
   for (int64_t j = 0; j < p; ++j) {
+    const double first_j = sample(t0 - 1 - j), last_j = sample(t1 - 1 - j);
     for (int64_t k = j; k < p; ++k) {
-      phi_[static_cast<size_t>((j + 1) * n + k + 1)] =
-          phi_[static_cast<size_t>(j * n + k)] + sample(t0 - 1 - j) * sample(t0 - 1 - k) -
-          sample(t1 - 1 - j) * sample(t1 - 1 - k);
+      const double v = phi_[static_cast<size_t>(j * n + k)] + first_j * sample(t0 - 1 - k) - last_j * sample(t1 - 1 - k);
+      phi_[static_cast<size_t>((j + 1) * n + k + 1)] = v;
+      phi_[static_cast<size_t>((k + 1) * n + j + 1)] = v;
     }
   }
   // The level guard: when the last interval is far louder than the window (or clips), the history is

@@ -36,6 +36,7 @@ class ExpertDecoder final : public TokenDecoder {
   }
   // The predictor of `sample`, as of the next step (for tests and the level guard's report).
   const LinearPredictor& predictor(int64_t sample) const;
+  friend void warm_for_timing(ExpertDecoder& decoder, const uint8_t* bytes, int64_t count);
 
  private:
   // Reads position() + k's input token into `sample`'s predictor (the start token adds nothing), and
@@ -57,5 +58,10 @@ class ExpertDecoder final : public TokenDecoder {
   bool prefix_unshared_ = false;
   const float* added_ = nullptr;
 };
+
+// Reads `count` bytes into every sample's predictor, outside any step: for benchmarks that time steps at a
+// late position (after skip_to_for_timing on the network's decoder), so that each timed step pays for the
+// expert's fits over a whole window. The samples' expert inputs no longer match their network's history.
+void warm_for_timing(ExpertDecoder& decoder, const uint8_t* bytes, int64_t count);
 
 }  // namespace stx::models
