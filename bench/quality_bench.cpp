@@ -28,6 +28,7 @@
 #include "stx/engine/export.h"
 #include "stx/engine/model_data.h"
 #include "stx/engine/threads.h"
+#include "stx/models/linear_predictor.h"
 #include "tonality_bench.h"
 
 namespace stx::bench {
@@ -55,6 +56,29 @@ struct Row {
   double given_train = -1;  // size(train + held out) - size(train), in bits per held-out byte
   std::string note;
 };
+
+// A model with the linear-prediction expert: the expert alone on the same windows (lambda 0, w 1), which
+// the network has to beat to be worth its cost.
+Row expert_alone_row(const models::ModelConfig& c, const std::vector<uint8_t>& held_out, size_t record_bytes) {
+  std::fprintf(stderr, "the model's linear-prediction expert alone...\n");
+  const auto windows = engine::evaluation_windows(held_out.size(), static_cast<size_t>(c.context), record_bytes);
+  std::vector<double> bits(windows.size(), 0.0);
+  at::parallel_for(0, static_cast<int64_t>(windows.size()), 1, [&](int64_t w0, int64_t w1) {
+    std::vector<float> log_probs(256);
+    for (int64_t w = w0; w < w1; ++w) {
+      models::LinearPredictor predictor(c.expert);
+      for (size_t i = windows[static_cast<size_t>(w)].first; i < windows[static_cast<size_t>(w)].second; ++i) {
+        predictor.log_probs(log_probs.data());
+        bits[static_cast<size_t>(w)] -= log_probs[held_out[i]] / std::log(2.0);
+        predictor.push(held_out[i]);
+      }
+    }
+  });
+  double total = 0;
+  for (double b : bits) total += b;
+  return Row{"its linear-prediction expert alone (order " + std::to_string(c.expert.order) + ")",
+             total / static_cast<double>(held_out.size()), -1, "each window on its own, without the network"};
+}
 
 // One shell command; its failure is an error naming the command and the Debian package that provides it.
 void run(const std::string& command, const std::string& package) {
@@ -265,6 +289,7 @@ int run_quality(const QualityOptions& o) {
     model_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     rows.push_back(Row{"STX " + c.name + " model (stx eval)", model.bits_per_byte, -1,
                        "each " + std::to_string(c.context) + "-byte window on its own"});
+    if (c.expert.enabled()) rows.push_back(expert_alone_row(c, held_out, data.record_bytes));
     if (o.sliding && c.kind != models::DataKind::image) {
       std::fprintf(stderr, "model %s, sliding windows...\n", c.name.c_str());
       const engine::EvaluationResult sliding =
@@ -306,12 +331,15 @@ int run_quality(const QualityOptions& o) {
   if (!tonality.empty()) {
     const double corpus = tonality.front().median_flatness;
     md << (rows.empty() ? "" : "\n") << "| audio: what (temperature "
-       << fixed(o.tonality.settings.temperature)
-       << ") | seconds | frames | median spectral flatness | vs held out |\n|---|---|---|---|---|\n";
+       << fixed(o.tonality.settings.temperature) << ", min-p " << fixed(o.tonality.settings.min_p)
+       << ") | seconds | frames | median spectral flatness | vs held out | tonal peak ratio | note events/s | "
+          "vs held out |\n|---|---|---|---|---|---|---|---|\n";
+    const double corpus_events = tonality.front().note_events_per_second;
     for (const TonalityRow& row : tonality) {
       md << "| " << row.what << " | " << fixed(row.seconds) << " | " << row.frames << " | "
          << fixed_digits(row.median_flatness, 4) << " | " << fixed_digits(row.median_flatness / corpus, 1)
-         << "x |\n";
+         << "x | " << fixed_digits(row.tonal_peak_ratio, 3) << " | " << fixed_digits(row.note_events_per_second, 2)
+         << " | " << fixed_digits(row.note_events_per_second / corpus_events, 2) << "x |\n";
     }
   }
   std::printf("%s: %s, held out %zu bytes (%s)\n\n%s", c.name.c_str(), o.data.c_str(), held_out.size(),
@@ -339,6 +367,7 @@ int run_quality(const QualityOptions& o) {
       out["samples"] = {{"temperature", o.tonality.settings.temperature},
                         {"top_k", o.tonality.settings.top_k},
                         {"top_p", o.tonality.settings.top_p},
+                        {"min_p", o.tonality.settings.min_p},
                         {"rows", nlohmann::ordered_json::array()}};
       for (const TonalityRow& row : tonality) {
         out["samples"]["rows"].push_back(
@@ -347,7 +376,10 @@ int run_quality(const QualityOptions& o) {
              {"frames", row.frames},
              {"median_spectral_flatness", std::isnan(row.median_flatness)
                                               ? nlohmann::ordered_json()
-                                              : nlohmann::ordered_json(row.median_flatness)}});
+                                              : nlohmann::ordered_json(row.median_flatness)},
+             {"tonal_peak_ratio", std::isnan(row.tonal_peak_ratio) ? nlohmann::ordered_json()
+                                                                   : nlohmann::ordered_json(row.tonal_peak_ratio)},
+             {"note_events_per_second", row.note_events_per_second}});
       }
     }
     engine::write_file_atomic(o.json_path, out.dump(2) + "\n");
@@ -397,6 +429,10 @@ void register_quality_command(CLI::App& parent) {
       ->capture_default_str();
   command->add_option("--top-p", options->tonality.settings.top_p, "--samples: nucleus sampling (1 = off)")
       ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  command->add_option("--min-p", options->tonality.settings.min_p, "--samples: drop bytes less likely than this "
+                      "times the most likely one (0 = off)")
+      ->check(CLI::Range(0.0, 0.999))
       ->capture_default_str();
   command->add_option("--unconditional", options->tonality.unconditional, "--samples: unconditional samples")
       ->check(CLI::Range(0, 64))

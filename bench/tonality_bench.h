@@ -1,6 +1,7 @@
 // stx-bench quality --samples: whether an audio model's samples are tonal. It generates unconditional
 // samples and continuations of held-out openings, and compares the median spectral flatness of what the model
-// generated with that of the held-out corpus (engine/spectral_flatness.h).
+// generated with that of the held-out corpus (engine/spectral_flatness.h), and its tonal peak ratio and note
+// events per second (engine/tonal_peaks.h), which noise and drones cannot game.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ struct TonalityRow {
   std::string what;
   double median_flatness = 0;  // of the generated part's non-silent frames (NaN: none)
   int64_t frames = 0;
+  double tonal_peak_ratio = 0;        // median over non-silent 4,096-sample frames (engine/tonal_peaks.h)
+  double note_events_per_second = 0;  // over the whole generated part
   double seconds = 0;  // generated audio (held-out audio for the corpus row)
 };
 

@@ -7,34 +7,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "fft.h"
 #include "stx/engine/mulaw.h"
 
 namespace stx::engine {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-
-// In-place iterative radix-2 FFT of a power-of-two length; twiddles[k] = exp(-2 pi i k / n) for k < n / 2.
-void fft(std::vector<std::complex<double>>& x, const std::vector<std::complex<double>>& twiddles) {
-  const size_t n = x.size();
-  for (size_t i = 1, j = 0; i < n; ++i) {  // bit-reversal permutation
-    size_t bit = n >> 1;
-    for (; j & bit; bit >>= 1) j ^= bit;
-    j ^= bit;
-    if (i < j) std::swap(x[i], x[j]);
-  }
-  for (size_t length = 2; length <= n; length <<= 1) {
-    const size_t stride = n / length;
-    for (size_t start = 0; start < n; start += length) {
-      for (size_t k = 0; k < length / 2; ++k) {
-        const std::complex<double> even = x[start + k],
-                                   odd = x[start + k + length / 2] * twiddles[k * stride];
-        x[start + k] = even + odd;
-        x[start + k + length / 2] = even - odd;
-      }
-    }
-  }
-}
 
 }  // namespace
 
@@ -47,8 +26,7 @@ std::vector<double> frame_flatness(const float* samples, size_t count, const Fla
   if (options.hop < 1) throw std::invalid_argument("spectral flatness: hop must be at least 1");
   std::vector<double> window(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) window[i] = 0.5 - 0.5 * std::cos(2.0 * kPi * i / n);  // periodic Hann
-  std::vector<std::complex<double>> twiddles(static_cast<size_t>(n / 2));
-  for (int k = 0; k < n / 2; ++k) twiddles[k] = std::polar(1.0, -2.0 * kPi * k / n);
+  const std::vector<std::complex<double>> twiddles = detail::fft_twiddles(static_cast<size_t>(n));
 
   std::vector<double> out;
   std::vector<std::complex<double>> x(static_cast<size_t>(n));
@@ -58,7 +36,7 @@ std::vector<double> frame_flatness(const float* samples, size_t count, const Fla
     for (int i = 0; i < n; ++i) energy += static_cast<double>(samples[start + i]) * samples[start + i];
     if (!(energy >= silence_energy)) continue;  // silence, or a NaN in the frame
     for (int i = 0; i < n; ++i) x[i] = samples[start + i] * window[i];
-    fft(x, twiddles);
+    detail::fft(x, twiddles);
     // Bins 0..n/2 of the real signal's spectrum. A bin of exactly zero power would make the geometric mean
     // zero whatever the rest: each bin's power is floored at 1e-12 of the frame's mean power.
     const int bins = n / 2 + 1;
