@@ -32,6 +32,15 @@ std::string describe_attention(const models::ModelConfig& c) {
   return text;
 }
 
+// The linear-prediction expert multiplied into an audio model's output (ModelConfig::expert).
+std::string describe_expert(const models::LinearExpertConfig& e) {
+  char ridge[32];
+  std::snprintf(ridge, sizeof ridge, "%g", e.ridge);
+  return "linear prediction, order " + std::to_string(e.order) + ", refitted every " +
+         std::to_string(e.refit_interval) + " samples over the last " + std::to_string(e.window) + ", ridge " +
+         ridge + " of the trace, scale from the last " + std::to_string(e.scale_window) + " errors";
+}
+
 std::string describe_data(const models::ModelConfig& c) {
   if (c.kind == models::DataKind::image) {
     return "image " + std::to_string(c.image_height) + "x" + std::to_string(c.image_width) + "x" +
@@ -163,6 +172,7 @@ int run_info_command(const InfoOptions& o) {
     card["last_validation_bits_per_byte"] = finite(b.state->last_bits_per_byte);
     card["best_validation_bits_per_byte"] = finite(b.state->best_bits_per_byte);
   }
+  if (c.expert.enabled()) card["expert"] = describe_expert(c.expert);
   if (b.training.contains("data")) card["training_data"] = b.training["data"];
   // held_out.json beside the weights: their bits/byte on every held-out byte (bundled models have one).
   const std::optional<double> held_out = engine::read_held_out_bits_per_byte(b.folder);
@@ -178,6 +188,7 @@ int run_info_command(const InfoOptions& o) {
   std::printf("  attention    %s, block %d\n", describe_attention(c).c_str(), c.block);
   std::printf("  network      %lld layers, d_model %lld, %lld heads, d_ff %lld\n", static_cast<long long>(c.layers),
               static_cast<long long>(c.d_model), static_cast<long long>(c.heads), static_cast<long long>(c.d_ff));
+  if (c.expert.enabled()) std::printf("  expert       %s\n", describe_expert(c.expert).c_str());
   // Weights are fp32 whatever the activations; a bf16 model runs as fp32 on a CPU without AVX512-BF16.
   const models::Precision here = models::effective_precision(c.precision, false);
   std::printf("  precision    %s activations, fp32 weights%s\n", models::to_string(c.precision),
