@@ -339,7 +339,8 @@ int run_quality(const QualityOptions& o) {
       md << "| " << row.what << " | " << fixed(row.seconds) << " | " << row.frames << " | "
          << fixed_digits(row.median_flatness, 4) << " | " << fixed_digits(row.median_flatness / corpus, 1)
          << "x | " << fixed_digits(row.tonal_peak_ratio, 3) << " | " << fixed_digits(row.note_events_per_second, 2)
-         << " | " << fixed_digits(row.note_events_per_second / corpus_events, 2) << "x |\n";
+         << " | "
+         << (corpus_events > 0 ? fixed_digits(row.note_events_per_second / corpus_events, 2) + "x" : "-") << " |\n";
     }
   }
   std::printf("%s: %s, held out %zu bytes (%s)\n\n%s", c.name.c_str(), o.data.c_str(), held_out.size(),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +14,8 @@ namespace stx::engine {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
+// Bins within which a weaker peak beside a stronger one is its shoulder (the Hann main lobe is 4 bins wide).
+constexpr int kShoulderBins = 3;
 
 // The peaks of one power spectrum: local maxima at least peak_db above the median of the bins around them.
 std::vector<int> spectral_peaks(const std::vector<double>& power, const TonalPeakOptions& o) {
@@ -90,6 +93,13 @@ TonalPeaks tonal_peaks(const float* samples, size_t count, const TonalPeakOption
       if (frame_index >= static_cast<size_t>(lag)) {
         for (int k : peaks) {
           if (power[static_cast<size_t>(k)] < strong * strongest) continue;
+          // A shoulder of a stronger peak beside it is that partial, not a new one (tremolo makes them).
+          bool shoulder = false;
+          for (int p : peaks) {
+            shoulder = shoulder || (p != k && std::abs(p - k) <= kShoulderBins &&
+                                    power[static_cast<size_t>(p)] > power[static_cast<size_t>(k)]);
+          }
+          if (shoulder) continue;
           bool seen = false;
           for (int back = 1; back <= lag && !seen; ++back) {
             const std::vector<char>& before = had_peak[frame_index - static_cast<size_t>(back)];

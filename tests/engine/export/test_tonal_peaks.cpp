@@ -88,6 +88,24 @@ TEST(TonalPeaks, AHeldChordIsTonalButStartsNoNotes) {
   EXPECT_LT(events_per_second(t), 0.3);
 }
 
+TEST(TonalPeaks, AChordWithTremoloOrVibratoStartsNoNotes) {
+  std::vector<float> x = held_chord();
+  std::vector<float> y = x;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double t = static_cast<double>(i) / kRate;
+    x[i] = static_cast<float>(x[i] * (1.0 + 0.6 * std::sin(2 * kPi * 4 * t)));  // 60% tremolo
+    // 1% vibrato at 5 Hz on each partial
+    y[i] = static_cast<float>(0.1 * (std::sin(2 * kPi * 261.6 * t + 0.52 * std::sin(2 * kPi * 5 * t)) +
+                                     std::sin(2 * kPi * 329.6 * t + 0.66 * std::sin(2 * kPi * 5 * t)) +
+                                     std::sin(2 * kPi * 392.0 * t + 0.78 * std::sin(2 * kPi * 5 * t))));
+  }
+  for (const std::vector<float>* s : {&x, &y}) {
+    const TonalPeaks t = tonal_peaks(s->data(), s->size());
+    EXPECT_GT(median_ratio(t), 0.8);
+    EXPECT_LT(events_per_second(t), 0.3);
+  }
+}
+
 TEST(TonalPeaks, AMelodyIsTonalAndStartsItsNotes) {
   const std::vector<float> tune = melody();
   const TonalPeaks t = tonal_peaks(tune.data(), tune.size());
