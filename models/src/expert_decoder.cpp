@@ -104,26 +104,23 @@ void ExpertDecoder::step_common_prefix(const int32_t* input_tokens, int64_t coun
       throw std::invalid_argument("decoder: input token " + std::to_string(input_tokens[k]) + " is outside 0..256");
     }
   }
-  // The network's checks (a prefix only before the samples' own steps) come first: nothing is read
-  // into the predictors for a call it refuses.
+  // The network's own rule, checked before anything is read into the predictors.
+  if (position != common_prefix_) {
+    throw std::logic_error("decoder: a common prefix must come first, but position " + std::to_string(position) +
+                           " follows steps of samples of their own");
+  }
   rows_.assign(static_cast<size_t>(count * d_), 0.0f);
-  const auto snapshot = predictors_.front();
-  const std::vector<uint8_t> history_before(history_.begin() + position, history_.begin() + position + count);
   for (int64_t k = 0; k < count; ++k) read_input(0, k, input_tokens[k], position + k);
   added_ = nullptr;
   network_->add_to_next_embedding(rows_.data());
-  try {
-    network_->step_common_prefix(input_tokens, count);
-  } catch (...) {
-    predictors_.front() = snapshot;
-    std::copy(history_before.begin(), history_before.end(), history_.begin() + position);
-    throw;
-  }
+  network_->step_common_prefix(input_tokens, count);
+  common_prefix_ = position + count;
   prefix_unshared_ = batch() > 1;
 }
 
 void ExpertDecoder::rewind(int64_t position) {
   network_->rewind(position);
+  common_prefix_ = std::min(common_prefix_, position);
   share_prefix();
   for (int64_t b = 0; b < batch(); ++b) {
     LinearPredictor& p = predictors_[static_cast<size_t>(b)];

@@ -56,6 +56,7 @@ class ExpertDecoder final : public TokenDecoder {
   std::vector<float> rows_;       // what the expert adds to the embeddings of the call under way
   std::vector<float> log_probs_;  // [batch, 256]
   bool prefix_unshared_ = false;
+  int64_t common_prefix_ = 0;  // positions [0, common_prefix_) came from step_common_prefix
   const float* added_ = nullptr;
 };
 
