@@ -134,22 +134,10 @@ CLI::App* add_info_command(CLI::App& app, InfoOptions& o) {
 }
 
 int run_info_command(const InfoOptions& o) {
-  // The card comes from the files alone: no model is built, so a folder whose config asks for an absurd
-  // model is described, not allocated.
-  struct Card {
-    std::filesystem::path folder;
-    models::ModelConfig config;
-    nlohmann::json training;
-    std::optional<engine::TrainState> state;
-    std::string weights_hash;
-  } b;
-  b.folder = engine::resolve_checkpoint(o.model);
-  engine::CheckpointInfo info = engine::read_checkpoint_info(b.folder);
-  engine::check_model_fits(b.folder, info.config);  // what every loader refuses, info refuses too
-  b.config = info.config;
-  b.training = std::move(info.training);
-  b.state = info.state;
-  b.weights_hash = engine::weights_hash_of(b.folder);
+  // The card reports only what loads: the folder goes through every check `stx sample` makes (a config asking
+  // for an absurd model is refused before anything is allocated; then the weights file's format, each tensor's
+  // name, shape, dtype and finiteness), so a broken checkpoint is named in one line, never described.
+  const engine::ModelBundle b = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
   const models::ModelConfig& c = b.config;
   const int64_t parameters = c.parameter_count();
   auto finite = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };

@@ -253,14 +253,13 @@ ModelBundle load_checkpoint(const fs::path& folder) {
 
 std::string weights_hash_of(const fs::path& folder) {
   const fs::path file = folder / "model.safetensors";
-  std::unique_ptr<FILE, int (*)(FILE*)> stream(std::fopen(file.c_str(), "rb"), &std::fclose);
-  if (!stream) throw Error(file.string() + ": cannot open (" + std::strerror(errno) + ")");
+  const RegularFile weights = open_regular_file(file);
   uint64_t hash = kFnvOffset;
   std::vector<uint8_t> chunk(1 << 20);
-  for (size_t got; (got = std::fread(chunk.data(), 1, chunk.size(), stream.get())) > 0;) {
+  for (size_t got; (got = std::fread(chunk.data(), 1, chunk.size(), weights.stream.get())) > 0;) {
     hash = fnv1a64(chunk.data(), got, hash);
   }
-  if (std::ferror(stream.get())) throw Error(file.string() + ": read error (" + std::strerror(errno) + ")");
+  if (std::ferror(weights.stream.get())) throw Error(file.string() + ": read error (" + std::strerror(errno) + ")");
   return hex64(hash);
 }
 

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "../engine/engine_test_support.h"
+#include "cli_test_support.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/atomic_file.h"
 #include "stx/models/model_config.h"
@@ -21,30 +21,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Result = stx::test::CliResult;
+using stx::test::slurp;
 
 Result stx(const stx::test::TempFolder& tmp, const std::string& arguments) {
-  const std::string command = std::string(STX_CLI_PATH) + " " + arguments + " >" + (tmp / "out.txt").string() +
-                              " 2>" + (tmp / "err.txt").string() + " </dev/null";
-  const int raw = std::system(command.c_str());
-  Result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(tmp / "out.txt");
-  r.err = slurp(tmp / "err.txt");
-  return r;
+  return stx::test::run_stx(tmp, arguments);
 }
-
-size_t lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+size_t lines(const std::string& text) { return stx::test::count_lines(text); }
 
 fs::path write_config(const stx::test::TempFolder& tmp) {
   nlohmann::json config = stx::models::to_json(stx::test::tiny_text_config());

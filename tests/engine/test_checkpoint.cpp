@@ -1,5 +1,6 @@
 // Checkpoint folders: round trip, and every way a checkpoint on disk can disagree with itself.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,6 +129,22 @@ TEST(Checkpoint, TruncatedWeightsAndBrokenJsonNameTheFile) {
   const fs::path other = save_tiny(tmp / "n");
   write_file_atomic(other / "config.json", "{\"name\": ");
   expect_error(other, "config.json");
+}
+
+// A FIFO where the weights belong would block a reader that opened it for ever: every reader refuses it
+// from the opened descriptor, before reading.
+TEST(Checkpoint, AFifoAsTheWeightsIsRefusedNotRead) {
+  stx::test::TempFolder tmp;
+  const fs::path folder = save_tiny(tmp / "m");
+  fs::remove(folder / "model.safetensors");
+  ASSERT_EQ(::mkfifo((folder / "model.safetensors").c_str(), 0600), 0);
+  expect_error(folder, (folder / "model.safetensors").string() + ": not a regular file");
+  try {
+    weights_hash_of(folder);
+    ADD_FAILURE() << "hashed a FIFO";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.safetensors: not a regular file"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Checkpoint, ResolveFindsModelAndRunFoldersAndExplainsOtherwise) {

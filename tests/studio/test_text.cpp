@@ -1,6 +1,8 @@
 // The Text tab with a tiny random text model (context 128, fixed l=16 c=4, merged heads): what a user sees
 // in the view comes from the engine's bytes, Stop stops, exports read back, files fill the prompt, and the
 // attention drawn over the text is the pattern's.
+#include <sys/stat.h>
+
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -425,7 +427,9 @@ void TextTabTest::tooLargeOrUnreadableFileShowsError() {
   big.write(QByteArray(TextTab::kMaxPromptFileBytes + 1, 'x'));
   big.close();
   QDir(files.path()).mkdir(QStringLiteral("folder.txt"));
-  const QStringList names = {"big.txt", "missing.txt", "folder.txt"};
+  // A named pipe: opening it to read would wait for a writer, freezing the studio.
+  QCOMPARE(::mkfifo(QFile::encodeName(files.filePath("pipe.txt")).constData(), 0600), 0);
+  const QStringList names = {"big.txt", "missing.txt", "folder.txt", "pipe.txt"};
   for (const QString& name : names) {
     tab.openFile(files.filePath(name));
   }

@@ -32,6 +32,8 @@ std::optional<PromptFile::Text> PromptFile::read(const QString& path, QString* e
   };
   if (!info.exists()) return fail(tr("the file does not exist (moved or deleted?)"));
   if (info.isDir()) return fail(tr("this is a folder; open a text file"));
+  // A FIFO or a device would block the read (and the studio with it) until something writes to it.
+  if (!info.isFile()) return fail(tr("not a regular file (a pipe or a device?); open a text file"));
   const QString tooLarge =
       tr("the file is %1; a prompt file can be 1 MB at most").arg(QLocale().formattedDataSize(info.size()));
   if (info.size() > kMaxBytes) return fail(tooLarge);

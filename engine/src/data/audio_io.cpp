@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "file_bytes.h"
+#include "stx/engine/atomic_file.h"
 #include "stx/engine/error.h"
 #include "stx/engine/mulaw.h"
 
@@ -225,16 +226,18 @@ std::vector<float> audio_12k_from_memory(const uint8_t* data, size_t size, const
 std::vector<float> load_audio_12k(const std::filesystem::path& file, const AudioLimits& limits,
                                   AudioWarnings* warnings) {
   const uint64_t file_size = data::regular_file_size(file, limits.max_file_bytes);
-  SF_INFO info{};
-  SoundFile sound(sf_open(file.c_str(), SFM_READ, &info), &sf_close);
-  if (!sound)
-    throw Error(file.string() + ": cannot open the audio (libsndfile: " + sf_strerror(nullptr) + ")");
+  // libsndfile reads the descriptor we opened and checked (a FIFO swapped in since is refused, not read).
+  const RegularFile opened = open_regular_file(file);
   if (warnings != nullptr) {
     std::vector<uint8_t> head(kWavHeadBytes);
-    std::unique_ptr<FILE, int (*)(FILE*)> stream(std::fopen(file.c_str(), "rb"), &std::fclose);
-    const size_t got = stream ? std::fread(head.data(), 1, head.size(), stream.get()) : 0;
+    const size_t got = std::fread(head.data(), 1, head.size(), opened.stream.get());
     warn_if_wav_truncated(head.data(), got, file_size, file.string(), warnings);
+    std::rewind(opened.stream.get());
   }
+  SF_INFO info{};
+  SoundFile sound(sf_open_fd(::fileno(opened.stream.get()), SFM_READ, &info, /*close_desc=*/SF_FALSE), &sf_close);
+  if (!sound)
+    throw Error(file.string() + ": cannot open the audio (libsndfile: " + sf_strerror(nullptr) + ")");
   return decode_to_12k(sound.get(), info, file.string(), limits);
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "stx/engine/atomic_file.h"
 #include "stx/engine/error.h"
 
 namespace stx::engine::data {
@@ -26,8 +27,9 @@ uint64_t regular_file_size(const std::filesystem::path& file, uint64_t max_bytes
 
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& file, uint64_t max_bytes) {
   const uint64_t expected = regular_file_size(file, max_bytes);
-  std::unique_ptr<FILE, int (*)(FILE*)> stream(std::fopen(file.c_str(), "rb"), &std::fclose);
-  if (!stream) throw Error(file.string() + ": cannot open (" + std::strerror(errno) + ")");
+  // Checked again on the opened descriptor: a FIFO swapped in since the check above is refused, not read.
+  const RegularFile opened = open_regular_file(file);
+  FILE* stream = opened.stream.get();
 
   // Read in chunks up to the limit rather than trusting the size: the file may change while we read it.
   constexpr size_t kChunk = 1 << 20;
@@ -36,7 +38,7 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& file, uint64_t
   for (;;) {
     const size_t old_size = bytes.size();
     bytes.resize(old_size + kChunk);
-    const size_t got = std::fread(bytes.data() + old_size, 1, kChunk, stream.get());
+    const size_t got = std::fread(bytes.data() + old_size, 1, kChunk, stream);
     bytes.resize(old_size + got);
     if (bytes.size() > max_bytes) {
       throw Error(file.string() + ": grew past the limit of " + std::to_string(max_bytes) +
@@ -44,7 +46,7 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& file, uint64_t
     }
     if (got < kChunk) break;
   }
-  if (std::ferror(stream.get())) throw Error(file.string() + ": read error (" + std::strerror(errno) + ")");
+  if (std::ferror(stream)) throw Error(file.string() + ": read error (" + std::strerror(errno) + ")");
   return bytes;
 }
 

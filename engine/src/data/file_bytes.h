@@ -1,5 +1,6 @@
 #pragma once
-// Reading a whole file with a size limit (the datasets' own helper; stx_engine_io has a similar one).
+// Reading a whole data file with a size limit, in the words the dataset scan uses, up to the limit even when
+// the file grows while it is read (read_file in atomic_file.h reads the engine's own files).
 #include <cstdint>
 #include <filesystem>
 #include <vector>

@@ -28,6 +28,7 @@ class FileDescriptor {
   FileDescriptor(const FileDescriptor&) = delete;
   FileDescriptor& operator=(const FileDescriptor&) = delete;
   int get() const { return fd_; }
+  void release() { fd_ = -1; }
   // Returns 0 or the errno of close(): on NFS, a failed write can first show up here.
   int close() {
     const int result = ::close(fd_);
@@ -147,7 +148,7 @@ void fsync_directory(const fs::path& dir) {
   }
 }
 
-std::vector<uint8_t> read_file(const fs::path& path, uint64_t max_bytes) {
+RegularFile open_regular_file(const fs::path& path) {
   const std::string failure = "cannot read " + path.string() + ": ";
   // O_NONBLOCK: opening a FIFO must not hang before fstat can refuse it.
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
@@ -156,28 +157,33 @@ std::vector<uint8_t> read_file(const fs::path& path, uint64_t max_bytes) {
   if (::fstat(fd.get(), &info) != 0) throw Error(failure + reason(errno));
   if (S_ISDIR(info.st_mode)) throw Error(failure + "it is a folder, not a file");
   if (!S_ISREG(info.st_mode)) throw Error(failure + "not a regular file");
+  // A regular file: reads block as usual from here.
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) throw Error(failure + reason(errno));
+  RegularFile file;
+  file.stream.reset(::fdopen(fd.get(), "rb"));
+  if (!file.stream) throw Error(failure + reason(errno));
+  fd.release();  // the stream owns it now
+  file.size = static_cast<uint64_t>(info.st_size);
+  return file;
+}
 
-  const uint64_t size = static_cast<uint64_t>(info.st_size);
-  if (size > max_bytes) {
-    throw Error(failure + "the file is " + std::to_string(size) + " bytes, more than the limit of " +
+std::vector<uint8_t> read_file(const fs::path& path, uint64_t max_bytes) {
+  const std::string failure = "cannot read " + path.string() + ": ";
+  RegularFile file = open_regular_file(path);
+  if (file.size > max_bytes) {
+    throw Error(failure + "the file is " + std::to_string(file.size) + " bytes, more than the limit of " +
                 std::to_string(max_bytes) + " bytes");
   }
   std::vector<uint8_t> bytes;
   try {
-    bytes.resize(static_cast<size_t>(size));
+    bytes.resize(static_cast<size_t>(file.size));
   } catch (const std::bad_alloc&) {
-    throw Error(failure + "not enough memory for " + std::to_string(size) + " bytes");
+    throw Error(failure + "not enough memory for " + std::to_string(file.size) + " bytes");
   }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t got = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw Error(failure + reason(errno));
-    }
-    if (got == 0) throw Error(failure + "the file became shorter while it was read");
-    done += static_cast<size_t>(got);
-  }
+  const size_t got = std::fread(bytes.data(), 1, bytes.size(), file.stream.get());
+  if (std::ferror(file.stream.get())) throw Error(failure + reason(errno));
+  if (got < bytes.size()) throw Error(failure + "the file became shorter while it was read");
   return bytes;
 }
 

@@ -11,7 +11,9 @@
 //
 // All failures throw stx::engine::Error with one line naming the file and the reason.
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +32,16 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
 
 // Makes the folder's entries (a rename, a new file) durable. Throws Error on failure.
 void fsync_directory(const std::filesystem::path& dir);
+
+// A regular file open for reading, and its size when it was opened.
+struct RegularFile {
+  std::unique_ptr<FILE, int (*)(FILE*)> stream{nullptr, &std::fclose};
+  uint64_t size = 0;
+};
+// Opens `path` for reading if it is a regular file. Anything else (a FIFO, a device, a folder) is refused from
+// the opened descriptor before any read, so that a named pipe put where a file belongs cannot block the
+// reader. Errors: "cannot read <path>: <reason>" ("it is a folder, not a file", "not a regular file", strerror).
+RegularFile open_regular_file(const std::filesystem::path& path);
 
 // Reads a whole regular file, refusing more than max_bytes. Errors name the file: missing, not a regular
 // file, too large (with both sizes), read error.
