@@ -88,7 +88,7 @@ TEST(Cli, TrainInfoEvalOnATinyRun) {
   std::ofstream(checkpoint / "config.json") << edited.dump(2);
   // A config asking for an absurd model, every field within its limit (hundreds of billions of
   // parameters): every command that reads it refuses at once, naming the file, before allocating anything
-  // of that size (info allocates no weights at all).
+  // of that size.
   const fs::path huge = tmp / "huge";
   fs::copy(checkpoint, huge, fs::copy_options::recursive);
   auto absurd = nlohmann::json::parse(slurp(huge / "config.json"));
