@@ -106,7 +106,7 @@ std::vector<TonalityRow> measure_tonality(models::SparseTransformer& model, cons
     request.length = std::min(samples_of(o.unconditional_seconds), context);
     request.settings = o.settings;
     request.seed = static_cast<uint64_t>(s);
-    request.device = "cpu";
+    request.device = stx::engine::DeviceChoice::cpu;
     std::fprintf(stderr, "tonality: unconditional sample, seed %d...\n", s);
     const engine::SampleResult r = engine::sample(model, request, {});
     unconditional.add("unconditional, seed " + std::to_string(s), r.samples.at(0));
@@ -134,7 +134,7 @@ std::vector<TonalityRow> measure_tonality(models::SparseTransformer& model, cons
     }
     request.settings = o.settings;
     request.seed = static_cast<uint64_t>(c + 1);
-    request.device = "cpu";
+    request.device = stx::engine::DeviceChoice::cpu;
     std::fprintf(stderr, "tonality: continuing %s...\n", name.c_str());
     const engine::SampleResult r = engine::sample(model, request, {});
     const std::vector<uint8_t>& whole = r.samples.at(0);

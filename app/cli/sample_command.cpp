@@ -114,7 +114,8 @@ engine::SampleRequest checked_request(const SampleCommandOptions& o) {
   request.half_precision_cache = o.kv_cache == "float16";
   try {
     request.settings.validate();
-    request.device = engine::resolve_generation_device(o.device);
+    request.device = engine::parse_device_choice(o.device);
+    engine::resolve_generation_device(request.device);  // cuda on a machine without one: said before loading
   } catch (const engine::Error& e) {
     throw UsageError(e);
   }

@@ -175,12 +175,12 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
   if (c.seed >= 0) o.seed = static_cast<uint64_t>(c.seed);
   if (o.warmup_steps >= o.steps) o.warmup_steps = std::max<int64_t>(1, o.steps / 10);
   o.deterministic = c.deterministic;
-  o.device = c.device;
   o.distributed = engine::DistributedSettings::from_environment();
   try {
+    o.device = engine::parse_device_choice(c.device);
     o.validate();
     // --device cuda on a machine without one is a usage error (exit 2), said before anything starts.
-    engine::resolve_device_name(o.device);
+    engine::resolve_training_device(o.device);
   } catch (const engine::Error& e) {
     throw UsageError(e);
   }
@@ -268,7 +268,6 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
                     "one thread, so a resumed run matches an uninterrupted one bit for bit");
   command->add_flag("--quiet", o.quiet, "print only warnings, errors and the result");
   command->add_option("--device", o.device, "where to train: cpu, cuda, or auto (CUDA when there is one)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   command->footer(
       "Examples:\n  stx train --preset image-small --data /usr/share/datasets/fashion-mnist --out runs/fmnist\n"
@@ -287,7 +286,8 @@ int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
     return launch_workers(c.nproc, argv);
   }
   engine::TrainOptions options = build_options(c);
-  if (options.precision && *options.precision != models::Precision::fp32 && options.device != "cuda" && !c.quiet) {
+  const bool on_cpu = engine::resolve_training_device(options.device) == engine::DeviceKind::cpu;
+  if (options.precision && *options.precision != models::Precision::fp32 && on_cpu && !c.quiet) {
     if (models::effective_precision(*options.precision, false) == models::Precision::fp32) {
       std::cerr << "stx train: note: " << models::to_string(*options.precision)
                 << " runs as fp32 on this CPU (bf16 needs AVX512-BF16; fp16 is for CUDA)\n";

@@ -11,6 +11,7 @@
 #include "stx/engine/device.h"
 #include "stx/engine/error.h"
 #include "stx/models/token_decoder.h"
+#include "torch_device.h"
 
 namespace stx::engine {
 namespace {
@@ -136,13 +137,13 @@ class SamplingRun {
     check_request(model->config(), request);
     result_.seed = request.seed ? *request.seed
                                 : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-    const std::string device = resolve_generation_device(request.device);
+    const DeviceKind device = resolve_generation_device(request.device);
     result_.device = device_description(device);
     emit(SampleStarted{result_.seed, count_, prompt_, length_, result_.device});
     // IncrementalDecoder on the CPU, TorchDecoder on CUDA (token_decoder.h).
     decoder_ = models::make_decoder(model, count_, length_,
                                     request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32,
-                                    device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU));
+                                    torch_device(device));
     if (request.probe_layer >= 0) decoder_->set_probe(request.probe_layer, request.probe_head);
     for (int64_t k = 0; k < count_; ++k) rngs_.emplace_back(mix(result_.seed ^ mix(static_cast<uint64_t>(k))));
     const auto samples = static_cast<size_t>(count_);

@@ -43,9 +43,6 @@ void read(const nlohmann::json& json, const char* key, T& value) {
 }  // namespace
 
 void TrainOptions::validate() const {
-  if (device != "auto" && device != "cpu" && device != "cuda") {
-    throw Error("the device must be cpu, cuda or auto, not '" + device + "'", {"device"});
-  }
   require(!(resume && init_from),
           "a run cannot both resume and start from another checkpoint: a resumed run keeps its own weights",
           {"resume", "init_from"});

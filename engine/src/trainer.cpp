@@ -26,6 +26,7 @@
 #include "stx/engine/crops.h"
 #include "stx/engine/dataset.h"
 #include "stx/engine/device.h"
+#include "torch_device.h"
 #include "distributed.h"
 #include "stx/engine/error.h"
 #include "stx/engine/evaluate.h"
@@ -93,15 +94,6 @@ void emit(const Run& run, const EventSink& sink, Event event) {
 
 void log(const Run& run, const EventSink& sink, const std::string& text, LogLine::Level level = LogLine::Level::info) {
   emit(run, sink, LogLine{level, text});
-}
-
-// "cpu", "cuda" or "auto" (TrainOptions::validate has refused anything else) as a device (device.h).
-// Data-parallel processes on a machine with several GPUs take one each: rank r trains on GPU r mod count.
-at::Device resolve_device(const std::string& name, int rank) {
-  if (resolve_device_name(name) != "cuda") return at::Device(at::kCPU);
-  const auto count =
-      static_cast<int>(std::max<int64_t>(1, static_cast<int64_t>(torch::cuda::device_count())));
-  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(rank % count));
 }
 
 // The learning rate of the product of experts' lambda and w over the weights'. Adam moves each parameter
@@ -204,10 +196,11 @@ void prepare(Run& run, const EventSink& sink) {
   run.recipe = recipe_to_json(o);
   run.state.world_size = o.distributed.world_size;
 
-  run.device = resolve_device(o.device, o.distributed.rank);
+  run.device = torch_device(resolve_training_device(o.device), o.distributed.rank);
   if (run.device.is_cuda()) {
     log(run, sink,
-        "training on " + device_description("cuda") + " (device " + std::to_string(run.device.index()) + ")");
+        "training on " + device_description(DeviceKind::cuda, run.device.index()) + " (device " +
+            std::to_string(run.device.index()) + ")");
   }
   at::manual_seed(o.seed);
   run.model = models::SparseTransformer(run.config);

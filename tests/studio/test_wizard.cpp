@@ -402,7 +402,7 @@ void WizardTest::settingsOfferTheGpuOnlyWhenPresent() {
     DeviceBox* device = settings->deviceBox();
     QCOMPARE(device->count(), 3);
     QCOMPARE(device->device(), QStringLiteral("cpu"));
-    QCOMPARE(wizard.trainOptions().device, std::string("cpu"));
+    QCOMPARE(wizard.trainOptions().device, stx::engine::DeviceChoice::cpu);
     const auto enabled = [device](int index) {
       return device->model()->flags(device->model()->index(index, 0)).testFlag(Qt::ItemIsEnabled);
     };
@@ -413,7 +413,7 @@ void WizardTest::settingsOfferTheGpuOnlyWhenPresent() {
                qPrintable(settings->deviceNote()->text()));
     }
     device->setDevice(QStringLiteral("auto"));
-    QCOMPARE(wizard.trainOptions().device, std::string("auto"));
+    QCOMPARE(wizard.trainOptions().device, stx::engine::DeviceChoice::automatic);
     QVERIFY(wait_until([&] { return !settings->estimating(); }, 60000));
   }
   // A preference this machine cannot run does not carry over: the wizard starts at Automatic instead.

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/device_choice.h"
 #include "audio/playback_bar.h"
 #include "audio/prompt_clip_box.h"
 #include "audio/wav_export.h"
@@ -372,7 +373,7 @@ void AudioTab::generate() {
     request.probe_head = std::max(attentionHead_->head(), 0);  // live: one head; "all heads" shows the first
   }
   request.event_interval_seconds = EngineHost::previewIntervalSeconds();
-  request.device = context()->device().toStdString();
+  request.device = device_choice(context()->device());
 
   runPrompt_ = prompt_->prompt();
   runPromptText_ = prompt_->promptText();

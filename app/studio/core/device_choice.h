@@ -1,11 +1,13 @@
 // Where the studio runs models: "auto" (training on the GPU when there is one, generating on the CPU), "cpu"
-// or "cuda", the names
-// SampleRequest::device and TrainOptions::device take. Tabs and the status bar describe a choice with
-// describe_device(); Edit > Preferences and the training wizard offer the choices through DeviceBox
-// (device_box.h). No widgets here: the engine worker checks requests with device_problem().
+// or "cuda", the words the preference and DeviceBox keep, turned into the engine's DeviceChoice by
+// device_choice() when a request is made. Tabs and the status bar describe a choice with describe_device();
+// Edit > Preferences and the training wizard offer the choices through DeviceBox (device_box.h). No widgets
+// here: the engine worker checks requests with device_problem().
 #pragma once
 
 #include <QString>
+
+#include "stx/engine/device.h"
 
 namespace stx::studio {
 
@@ -23,8 +25,12 @@ const CudaStatus& cuda_status();
 enum class Job { generation, training };
 QString describe_device(const QString& device, Job job = Job::generation);
 
-// Why a job cannot run on `device` here, in plain words naming the preference: only "cuda" on a machine
+// The preference's word as the engine's choice; a word this studio does not know (a hand-edited setting)
+// is Automatic.
+stx::engine::DeviceChoice device_choice(const QString& device);
+
+// Why a job cannot run on `device` here, in plain words naming the preference: only cuda on a machine
 // without a CUDA device. Empty when it can run.
-QString device_problem(const QString& device);
+QString device_problem(stx::engine::DeviceChoice device);
 
 }  // namespace stx::studio

@@ -73,7 +73,7 @@ void EngineWorker::openModel(const QString& path) {
 }
 
 void EngineWorker::checkDevice(const stx::engine::SampleRequest& request) {
-  const QString problem = device_problem(QString::fromStdString(request.device));
+  const QString problem = device_problem(request.device);
   if (!problem.isEmpty()) throw std::runtime_error(problem.toStdString());
 }
 

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/device_choice.h"
 #include "core/attention_inspector.h"
 #include "core/counted_text.h"
 #include "core/engine_host.h"
@@ -187,7 +188,7 @@ stx::engine::SampleRequest ImageTab::baseRequest() const {
     request.probe_head = std::max(0, controls_->head());  // live: one head; "all heads" shows the first
   }
   request.event_interval_seconds = EngineHost::previewIntervalSeconds();
-  request.device = context()->device().toStdString();
+  request.device = device_choice(context()->device());
   return request;
 }
 

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/device_choice.h"
 #include "core/counted_text.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
@@ -167,7 +168,7 @@ void TextTab::generate() {
     request.probe_head = std::max(side_->head(), 0);
   }
   request.event_interval_seconds = EngineHost::previewIntervalSeconds();
-  request.device = context()->device().toStdString();
+  request.device = device_choice(context()->device());
 
   inspector_->cancel();
   inspected_ = pinned_ = -1;

@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "core/device_choice.h"
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/studio_context.h"
@@ -247,7 +248,7 @@ void RunPage::onPreviewOpened(const stx::engine::ModelSummary& summary) {
   request.event_interval_seconds = 0.25;  // only the finished sample is shown
   // Previews run where the studio's generations do (Preferences > Device), whatever device trains.
   if (auto* wizard = qobject_cast<TrainWizard*>(this->wizard()); wizard && wizard->context()) {
-    request.device = wizard->context()->device().toStdString();
+    request.device = device_choice(wizard->context()->device());
   }
   if (summary.kind == "image") {
     request.length = summary.context;

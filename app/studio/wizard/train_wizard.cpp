@@ -44,7 +44,7 @@ TrainWizard::TrainWizard(StudioContext* context, QWidget* parent)
   setPage(FinishPageId, finishPage_);
   setStartId(DataPageId);
   // Training starts on the studio's device (Preferences > Device), unless this machine lacks it.
-  if (context_ && device_problem(context_->device()).isEmpty()) {
+  if (context_ && device_problem(device_choice(context_->device())).isEmpty()) {
     settingsPage_->deviceBox()->setDevice(context_->device());
   }
   setMinimumSize(820, 680);
@@ -77,7 +77,7 @@ std::array<int, 3> TrainWizard::imageShape() const {
 stx::engine::TrainOptions TrainWizard::trainOptions() const {
   stx::engine::TrainOptions o;
   // Not part of the recipe: a resumed run trains where the Settings page says, too.
-  o.device = field(QStringLiteral("device")).toString().toStdString();
+  o.device = device_choice(field(QStringLiteral("device")).toString());
   if (!resumeFolder_.isEmpty()) {
     // The recipe (data, batch, learning rate...) travels in the checkpoint; only the total steps are given.
     o.resume = resumeFolder_.toStdString();

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "stx/engine/device.h"
+
 namespace stx::engine {
 
 struct SamplingSettings {
@@ -36,8 +38,8 @@ struct SampleRequest {
   // 400 MB per sample in float32), and late steps of a batch, bound by reading the cache, run faster.
   // false keeps float32, where decoding matches the full forward pass to float rounding.
   bool half_precision_cache = true;
-  // "cpu", "cuda" or "auto" (the CPU, faster for generation: resolve_generation_device in engine/device.h).
-  std::string device = "auto";
+  // automatic is the CPU, faster for generation (resolve_generation_device in engine/device.h).
+  DeviceChoice device = DeviceChoice::automatic;
 };
 
 struct SampleResult {

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "stx/engine/device.h"
 #include "stx/engine/distributed_settings.h"
 #include "stx/engine/events.h"
 #include "stx/models/model_config.h"
@@ -71,10 +72,9 @@ struct TrainOptions {
   uint64_t seed = 1;             // weights, crops and dropout
   double validation_fraction = 0.05;
   bool deterministic = false;    // one thread: a resumed run then matches an uninterrupted one bit for bit
-  // Where the model trains: "cpu", "cuda" (an error when there is none; data-parallel rank r takes GPU r mod
-  // count) or "auto" (CUDA when this build and machine have it). Not part of the recipe: a run may resume on
-  // another device.
-  std::string device = "auto";
+  // Where the model trains (resolve_training_device: cuda is an error when there is none; data-parallel rank r
+  // takes GPU r mod count). Not part of the recipe: a run may resume on another device.
+  DeviceChoice device = DeviceChoice::automatic;
   // A checkpoint that cannot be written pauses training, and the save is retried this often.
   double save_retry_seconds = 30.0;
   DistributedSettings distributed;
