@@ -132,7 +132,7 @@ void LinearPredictor::predict() {
   double error_sum = 0.0;
   for (int64_t k = 0; k < known; ++k) error_sum += abs_errors_[static_cast<size_t>(k)];
   scale_ = known > 0 ? std::max(kMinScale, error_sum / static_cast<double>(known)) : kInitialScale;
-  predicted_byte_ = mulaw_byte_of(mean_);
+  predicted_byte_ = mulaw_encode(mean_);
 }
 
 float LinearPredictor::scale_feature() const { return static_cast<float>((std::log(scale_) + 6.0) / 3.0); }

@@ -16,6 +16,7 @@ const std::array<float, 256>& mulaw_amplitude_table() {
   static const std::array<float, 256> table = [] {
     std::array<float, 256> t{};
     for (int b = 0; b < 256; ++b) {
+      // The clamp keeps rounding (expm1(ln 256) / 255 can be 1 + 1 ulp) inside the sample range.
       t[static_cast<size_t>(b)] = static_cast<float>(std::clamp(expand(b / 255.0 * 2.0 - 1.0), -1.0, 1.0));
     }
     return t;
@@ -35,11 +36,13 @@ const std::array<double, 257>& mulaw_bin_edges() {
   return edges;
 }
 
-int mulaw_byte_of(double x) {
-  if (std::isnan(x)) x = 0.0;
+uint8_t mulaw_encode(double x) {
+  if (std::isnan(x)) x = 0.0;  // a NaN sample is treated as silence rather than undefined behaviour
   x = std::clamp(x, -1.0, 1.0);
   const double y = std::copysign(std::log1p(255.0 * std::fabs(x)) / std::log(256.0), x);
-  return static_cast<int>(std::clamp(std::lround((y + 1.0) * 127.5), 0L, 255L));
+  return static_cast<uint8_t>(std::clamp(std::lround((y + 1.0) * 127.5), 0L, 255L));
 }
+
+float mulaw_decode(uint8_t byte) { return mulaw_amplitude_table()[byte]; }
 
 }  // namespace stx::models

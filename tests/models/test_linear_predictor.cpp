@@ -27,7 +27,7 @@ std::vector<uint8_t> tone_bytes(size_t count, double noise, uint32_t seed, doubl
     const double x = amplitude * (std::sin(2 * kPi * 440 * t) + 0.5 * std::sin(2 * kPi * 1320 * t + 0.3)) *
                          (0.6 + 0.4 * std::cos(2 * kPi * 0.7 * t)) +
                      (noise > 0 ? normal(rng) : 0.0);
-    out[i] = static_cast<uint8_t>(mulaw_byte_of(x));
+    out[i] = mulaw_encode(x);
   }
   return out;
 }
@@ -119,7 +119,7 @@ TEST(LinearPredictor, ThePredictionIsTheFitAppliedToTheLastSamples) {
     for (size_t k = 0; k < a.size() && k <= i; ++k) want += a[k] * amp[bytes[i - k]];
     want = std::clamp(want, -1.0, 1.0);
     ASSERT_NEAR(predictor.mean(), want, 1e-12);
-    ASSERT_EQ(predictor.predicted_byte(), mulaw_byte_of(want));
+    ASSERT_EQ(predictor.predicted_byte(), mulaw_encode(want));
   }
 }
 
@@ -246,7 +246,7 @@ TEST(LinearPredictor, ALevelThatRunsAwayIsFittedWithTheGuard) {
   bool guarded = false;
   for (int i = 0; i < 1024; ++i) {
     const double growth = std::pow(1.4, i / 64.0);
-    predictor.push(mulaw_byte_of(amp[quiet[static_cast<size_t>(i)]] * growth));
+    predictor.push(mulaw_encode(amp[quiet[static_cast<size_t>(i)]] * growth));
     guarded = guarded || predictor.last_fit_was_guarded();
   }
   EXPECT_TRUE(guarded);
@@ -266,12 +266,12 @@ TEST(MuLaw, TheBinEdgesAreWhereTheEncoderChangesItsByte) {
   const auto& amp = mulaw_amplitude_table();
   for (int k = 1; k < 256; ++k) {
     const double e = edges[static_cast<size_t>(k)];
-    EXPECT_EQ(mulaw_byte_of(e + 1e-9), k) << k;
-    EXPECT_EQ(mulaw_byte_of(e - 1e-9), k - 1) << k;
+    EXPECT_EQ(mulaw_encode(e + 1e-9), k) << k;
+    EXPECT_EQ(mulaw_encode(e - 1e-9), k - 1) << k;
     EXPECT_LT(edges[static_cast<size_t>(k)], amp[static_cast<size_t>(k)]);
     EXPECT_GT(edges[static_cast<size_t>(k)], amp[static_cast<size_t>(k) - 1]);
   }
-  for (int b = 0; b < 256; ++b) EXPECT_EQ(mulaw_byte_of(amp[static_cast<size_t>(b)]), b);
+  for (int b = 0; b < 256; ++b) EXPECT_EQ(mulaw_encode(amp[static_cast<size_t>(b)]), b);
 }
 
 }  // namespace

@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <array>
 
-#include "audio/mulaw_table.h"
-#include "stx/engine/audio_io.h"
 #include "stx/engine/mulaw.h"
+#include "stx/engine/audio_io.h"
 
 namespace stx::studio {
 
@@ -58,7 +57,7 @@ AudioPlayer::~AudioPlayer() { stop(); }
 void AudioPlayer::setAudio(const Bytes& mulaw, bool complete) {
   stop();
   stoppedAt_ = 0;
-  const std::array<float, 256>& table = mulaw_table();
+  const std::array<float, 256>& table = stx::engine::mulaw_amplitude_table();
   std::lock_guard<std::mutex> lock(mutex_);
   samples_.resize(mulaw.size());
   std::transform(mulaw.begin(), mulaw.end(), samples_.begin(), [&](uint8_t b) { return table[b]; });
@@ -66,7 +65,7 @@ void AudioPlayer::setAudio(const Bytes& mulaw, bool complete) {
 }
 
 void AudioPlayer::append(const uint8_t* mulaw, size_t count) {
-  const std::array<float, 256>& table = mulaw_table();
+  const std::array<float, 256>& table = stx::engine::mulaw_amplitude_table();
   std::vector<float> decoded(count);
   std::transform(mulaw, mulaw + count, decoded.begin(), [&](uint8_t b) { return table[b]; });
   std::lock_guard<std::mutex> lock(mutex_);

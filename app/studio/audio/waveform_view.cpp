@@ -7,9 +7,8 @@
 #include <array>
 #include <cmath>
 
-#include "audio/mulaw_table.h"
-#include "stx/engine/audio_io.h"
 #include "stx/engine/mulaw.h"
+#include "stx/engine/audio_io.h"
 
 namespace stx::studio {
 
@@ -174,7 +173,7 @@ void WaveformView::paintLane(QPainter& painter, int lane) const {
   painter.drawLine(r.left(), middle, r.right(), middle);
 
   const Bytes& data = lanes_[static_cast<size_t>(lane)];
-  const std::array<float, 256>& table = mulaw_table();
+  const std::array<float, 256>& table = stx::engine::mulaw_amplitude_table();
   auto y_for = [&](uint8_t byte) { return middle - table[byte] * half; };
   const auto size = static_cast<qint64>(data.size());
   const double perPixel = static_cast<double>(span()) / std::max(r.width(), 1);
