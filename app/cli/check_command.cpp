@@ -5,6 +5,7 @@
 #include <iostream>
 #include <string>
 
+#include "option_checks.h"
 #include "stx/engine/kernel_check.h"
 
 namespace stx::cli {

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "option_checks.h"
 #include "pattern_options.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/dataset.h"

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include "cli_errors.h"
+
 namespace stx::cli {
 namespace {
 
@@ -64,6 +66,12 @@ CLI::Validator unsigned_64() {
 CLI::Validator non_empty_path() {
   return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "the path names no file" : ""; },
                         "PATH");
+}
+
+void require_between(const std::string& name, int64_t value, int64_t lo, int64_t hi) {
+  if (value < lo || value > hi)
+    throw UsageError(name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                     ", got " + std::to_string(value));
 }
 
 }  // namespace stx::cli

@@ -1,10 +1,11 @@
-// CLI11 validators for values CLI11's own checks let through: NaN (it compares false with both ends of a
-// CLI::Range), negative or oversized numbers given to an unsigned option (strtoull wraps them), and an
-// empty path (taken for "not given").
+// Checks of option values: CLI11 validators for values CLI11's own checks let through (NaN, which compares
+// false with both ends of a CLI::Range; negative or oversized numbers given to an unsigned option, which
+// strtoull wraps; an empty path, taken for "not given"), and require_between for values checked after parsing.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <string>
 
 namespace stx::cli {
 
@@ -17,5 +18,9 @@ CLI::Validator whole_between(int64_t lo, int64_t hi);
 CLI::Validator unsigned_64();
 // A path that names something: not "".
 CLI::Validator non_empty_path();
+
+// Throws UsageError("<name> must be between <lo> and <hi>, got <value>") when value is out of [lo, hi]: for
+// values that depend on other options, checked once all are parsed.
+void require_between(const std::string& name, int64_t value, int64_t lo, int64_t hi);
 
 }  // namespace stx::cli

@@ -3,13 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
-namespace stx::cli {
+#include "option_checks.h"
 
-void require_between(const std::string& name, int64_t value, int64_t lo, int64_t hi) {
-  if (value < lo || value > hi)
-    throw UsageError(name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                     ", got " + std::to_string(value));
-}
+namespace stx::cli {
 
 void PatternOptions::add_to(CLI::App& command, int64_t default_stride) {
   stride = default_stride;

@@ -16,9 +16,6 @@ class Option;
 
 namespace stx::cli {
 
-// Throws UsageError("<name> must be between <lo> and <hi>, got <value>") when value is out of [lo, hi].
-void require_between(const std::string& name, int64_t value, int64_t lo, int64_t hi);
-
 struct PatternOptions {
   std::string pattern = "strided";
   int64_t stride = 128;  // l

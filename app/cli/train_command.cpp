@@ -234,13 +234,13 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
       ->add_option("--amplitude-taps", o.amplitude_taps,
                    "audio: the model also sees the previous N samples as amplitudes, not only as byte embeddings; "
                    "a fine-tune of a model without them starts them at zero [default: the model's, 0 = none]")
-      ->check(whole_between(0, 1024));
+      ->check(whole_between(0, models::ModelConfig::kMaxAmplitudeTaps));
   command
       ->add_option("--expert-order", o.expert_order,
                    "audio: multiply a linear-prediction expert of this order into the output (a product of "
                    "experts; the network also sees its prediction); a fine-tune of a model without one starts "
                    "as the expert alone [default: the model's, none for the presets]")
-      ->check(whole_between(1, 1024));
+      ->check(whole_between(1, models::ModelConfig::kMaxExpertOrder));
   command
       ->add_option("--noise-share", o.noise_share,
                    "share of training crops whose inputs (not targets) are moved by up to --noise-steps mu-law "

@@ -51,13 +51,17 @@ void TrainOptions::validate() const {
   require(!(resume && amplitude_taps),
           "the amplitude inputs cannot change when resuming: a resumed run keeps its checkpoint's model",
           {"amplitude_taps"});
-  require(!amplitude_taps || (*amplitude_taps >= 0 && *amplitude_taps <= 1024),
-          "the amplitude inputs must be in [0, 1024] samples", {"amplitude_taps"});
+  // The ranges are the model config's (ModelConfig::validate owns them); said here before a run starts.
+  using models::ModelConfig;
+  require(!amplitude_taps || (*amplitude_taps >= 0 && *amplitude_taps <= ModelConfig::kMaxAmplitudeTaps),
+          "the amplitude inputs must be in [0, " + std::to_string(ModelConfig::kMaxAmplitudeTaps) + "] samples",
+          {"amplitude_taps"});
   require(!(resume && expert_order),
           "the linear-prediction expert cannot change when resuming: a resumed run keeps its checkpoint's model",
           {"expert_order"});
-  require(!expert_order || (*expert_order >= 1 && *expert_order <= 1024),
-          "the expert's order must be in [1, 1024]", {"expert_order"});
+  require(!expert_order || (*expert_order >= 1 && *expert_order <= ModelConfig::kMaxExpertOrder),
+          "the expert's order must be in [1, " + std::to_string(ModelConfig::kMaxExpertOrder) + "]",
+          {"expert_order"});
   require(noise_share >= 0 && noise_share <= 1, "the share of noisy crops must be in [0, 1]", {"noise_share"});
   require(noise_steps >= 0 && noise_steps <= 64, "the noise must be in [0, 64] mu-law steps", {"noise_steps"});
   require(save_retry_seconds >= 0.001 && save_retry_seconds <= 86400, "save retry interval must be in [0.001, 86400] s");

@@ -103,9 +103,11 @@ void ModelConfig::validate() const {
   require(block == 16 || block == 32 || block == 64 || block == 128,
           "config: attention.block must be 16, 32, 64 or 128");
   require(dropout >= 0.0 && dropout < 1.0, "config: dropout must be in [0, 1)");
-  require(amplitude_taps >= 0 && amplitude_taps <= 1024, "config: data.amplitude_taps must be in [0, 1024]");
+  require(amplitude_taps >= 0 && amplitude_taps <= kMaxAmplitudeTaps,
+          "config: data.amplitude_taps must be in [0, " + std::to_string(kMaxAmplitudeTaps) + "]");
   require(amplitude_taps == 0 || kind == DataKind::audio, "config: data.amplitude_taps is for audio models only");
-  require(expert.order >= 0 && expert.order <= 1024, "config: expert.order must be in [0, 1024]");
+  require(expert.order >= 0 && expert.order <= kMaxExpertOrder,
+          "config: expert.order must be in [0, " + std::to_string(kMaxExpertOrder) + "]");
   if (expert.enabled()) {
     require(kind == DataKind::audio, "config: the linear-prediction expert is for audio models only");
     require(expert.refit_interval >= 1 && expert.refit_interval <= 65536,

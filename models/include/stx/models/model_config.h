@@ -53,6 +53,9 @@ struct ModelConfig {
   // the network to learn that neighbouring bytes are neighbouring levels; a linear predictor of the signal
   // is then one matrix away. Stored as data.amplitude_taps.
   int64_t amplitude_taps = 0;
+  // The largest amplitude_taps and expert.order validate() takes (the training options check against these).
+  static constexpr int64_t kMaxAmplitudeTaps = 1024;
+  static constexpr int64_t kMaxExpertOrder = 1024;
   // Audio only, off unless expert.order > 0: the linear-prediction expert (linear_predictor.h). The output
   // is then a product of experts, logits = lambda * network + w * log p_expert, with lambda and w learned
   // (starting at 0 and 1: a new model starts as the expert alone), and the network also sees the expert's
