@@ -27,7 +27,6 @@ class EngineHost : public QObject {
   EngineWorker* worker() const { return worker_; }
   // True from the moment a job is queued until it has finished.
   bool busy() const { return pending_ > 0; }
-  std::optional<EngineJob> currentJob() const { return job_; }
   // A generation (or regeneration) is queued or running: work a user would lose by quitting.
   bool generating() const { return generations_ > 0; }
 

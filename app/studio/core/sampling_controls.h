@@ -36,8 +36,6 @@ class SamplingControls : public QWidget {
   void save(QSettings& settings) const;
 
   QDoubleSpinBox* temperatureBox() const { return temperature_; }
-  QSpinBox* topKBox() const { return topK_; }
-  QDoubleSpinBox* topPBox() const { return topP_; }
   QLineEdit* seedEdit() const { return seed_; }
   QCheckBox* randomSeedBox() const { return randomSeed_; }
   QSpinBox* countBox() const { return count_; }

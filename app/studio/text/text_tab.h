@@ -57,7 +57,6 @@ class TextTab : public GenerationTab {
   bool generating() const { return generating_; }
 
   QPlainTextEdit* promptEditor() const { return prompt_; }
-  TextSidePanel* sidePanel() const { return side_; }
   SamplingControls* samplingControls() const { return side_->samplingControls(); }
   QSpinBox* bytesToGenerateBox() const { return side_->bytesToGenerateBox(); }
   QLabel* contextNote() const { return side_->contextNote(); }

@@ -104,8 +104,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 MainWindow::~MainWindow() = default;
 
-TrainWizard* MainWindow::trainWizard() const { return wizard_.data(); }
-
 void MainWindow::addTab(const QString& name, const QString& title, StudioTab* tab) {
   tab->setObjectName(name + QStringLiteral("Tab"));
   tabs_->addTab(tab, title);

@@ -43,7 +43,6 @@ class MainWindow : public QMainWindow {
   QLabel* statusModel() const { return statusModel_; }
   QLabel* statusDevice() const { return statusDevice_; }
   QLabel* statusRate() const { return statusRate_; }
-  TrainWizard* trainWizard() const;
 
   // The file's tab comes to the front and opens it; false (with a message) when no tab takes it.
   bool openPath(const QString& path);

@@ -20,8 +20,6 @@ class PreferencesDialog : public QDialog {
  public:
   explicit PreferencesDialog(QWidget* parent = nullptr);
 
-  QComboBox* themeBox() const { return theme_; }
-  QCheckBox* showLogBox() const { return showLog_; }
   DeviceBox* deviceBox() const { return device_; }
   // Threads for jobs: 0 shows as "All cores (N)".
   QSpinBox* threadsBox() const { return threads_; }

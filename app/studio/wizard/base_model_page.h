@@ -34,11 +34,8 @@ class BaseModelPage : public QWizardPage {
   void chooseBaseModel(const QString& path);
   void choosePreset(const QString& name);
 
-  QRadioButton* fineTuneButton() const { return fineTune_; }
-  QRadioButton* presetButton() const { return fromPreset_; }
   QListWidget* modelList() const { return models_; }
   QComboBox* presetCombo() const { return presets_; }
-  QLabel* detailsLabel() const { return details_; }
 
  signals:
   void choiceChanged();

@@ -42,9 +42,6 @@ class DataPage : public QWizardPage {
 
   bool isComplete() const override;
 
-  QComboBox* kindCombo() const { return kindCombo_; }
-  QLineEdit* folderEdit() const { return folderEdit_; }
-  QProgressBar* progressBar() const { return progress_; }
   QLabel* summaryLabel() const { return summary_; }
   QLabel* problemLabel() const { return problem_; }
   QListWidget* skippedList() const { return skipped_; }

@@ -39,7 +39,6 @@ class RunPage : public QWizardPage {
   QString runFolder() const { return runFolder_; }
   QString lastCheckpoint() const { return lastCheckpoint_; }
   qint64 stepsDone() const { return stepsDone_; }
-  qint64 stepsPlanned() const { return stepsPlanned_; }
   std::optional<double> lastValidation() const { return lastValidation_; }
   int samplesShown() const { return samplesShown_; }
 

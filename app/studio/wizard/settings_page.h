@@ -48,9 +48,7 @@ class SettingsPage : public QWizardPage {
 
   QSpinBox* stepsSpin() const { return steps_; }
   QSpinBox* batchSpin() const { return batch_; }
-  QDoubleSpinBox* learningRateSpin() const { return learningRate_; }
   QSpinBox* contextSpin() const { return context_; }
-  QDoubleSpinBox* validationSpin() const { return validation_; }
   QSpinBox* checkpointSpin() const { return checkpointEvery_; }
   QCheckBox* bf16Check() const { return bf16_; }
   // Where the run trains (the "device" field): the CUDA GPU is offered only when there is one.

@@ -28,7 +28,6 @@ class TrainingChart : public QChartView {
 
   QLineSeries* lossSeries() const { return loss_; }
   QLineSeries* validationSeries() const { return validation_; }
-  QValueAxis* stepAxis() const { return stepAxis_; }
   QValueAxis* bitsAxis() const { return bitsAxis_; }
 
  private:

@@ -133,11 +133,6 @@ inline uint16_t float_to_bf16(float f) {
 inline vfloat load_row(const float* p) { return load(p); }
 inline vfloat load_row(const uint16_t* p) { return load_half(p); }
 
-inline float reduce_max(vfloat v) {
-  float m = v[0];
-  for (int i = 1; i < W; ++i) m = v[i] > m ? v[i] : m;
-  return m;
-}
 inline float reduce_sum(vfloat v) {
   float s = 0.0f;
   for (int i = 0; i < W; ++i) s += v[i];
