@@ -12,11 +12,9 @@
 #                 SYNOPSIS, and in COMMANDS one subsection per subcommand with its usage, options, notes and
 #                 examples. DESCRIPTION, EXIT STATUS, ENVIRONMENT, FILES and SEE ALSO are written here, from
 #                 the README.
-#   stx-studio.1  stx-studio has no --help of its own today (it is a Qt application and opens its window),
-#                 so its page is written here, from the README, with the version of `stx --version`. Once
-#                 the studio parses its command line with QCommandLineParser (addHelpOption), this script
-#                 sees that in the binary and lets help2man add the OPTIONS section from `stx-studio --help`
-#                 (run with QT_QPA_PLATFORM=offscreen), keeping the sections written here.
+#   stx-studio.1  help2man(1) writes NAME, SYNOPSIS and OPTIONS from `stx-studio --help` (QCommandLineParser,
+#                 run with QT_QPA_PLATFORM=offscreen so that no display is needed), and the DESCRIPTION and
+#                 the other sections come from here, from the README.
 #
 # The programs are only asked for --help and --version: nothing is trained, loaded or written. The date in
 # the page header is SOURCE_DATE_EPOCH's where it is set (reproducible builds), else today's.
@@ -394,69 +392,13 @@ with no network.
 .PP
 The command line \fBstx\fR(1) does every job of the studio without a window.
 ROFF
-  if [ "${1:-}" = static ]; then
-    cat <<'ROFF'
-[OPTIONS]
-.PP
-\fBstx\-studio\fR has no options of its own. Each \fIFILE\fR is opened in the tab for its kind, chosen by
-its suffix: images (such as PNG, JPEG or BMP), audio (such as WAV, FLAC, Ogg or AIFF) or text. The standard
-options of Qt applications, such as \fB\-platform\fR \fIname\fR and \fB\-style\fR \fIname\fR, apply.
-ROFF
-  fi
-  cat <<'ROFF'
-[ENVIRONMENT]
-.TP
-.B STX_THREADS
-The number of CPU threads a job may run on (1 to 1024), where \fBEdit > Preferences\fR leaves the
-default: every core.
-.TP
-.B STX_STUDIO_MODELS_DIR
-The folder of the user's models, instead of \fI~/.local/share/stx\-studio/models\fR.
-.TP
-.B STX_STUDIO_NO_AUDIO
-Set and not empty: no audio playback.
-.TP
-.B STX_BUNDLED_MODELS
-The folder of the bundled models, instead of the one beside the program; set but empty, no bundled
-models.
-.TP
-.B QT_QPA_PLATFORM
-The Qt platform plugin, such as \fBwayland\fR, \fBxcb\fR or \fBoffscreen\fR.
-[FILES]
-.TP
-.I ~/.local/share/stx\-studio/models
-The user's models: those trained with the wizard and those imported.
-.TP
-.I /usr/share/stx\-studio/models
-The bundled models.
-.TP
-.I ~/.config/stx\-studio/stx\-studio.conf
-The preferences, the last settings of each tab, the recent files and the window geometry.
-[SEE ALSO]
-.BR stx (1)
-.PP
-R. Child, S. Gray, A. Radford and I. Sutskever, \fIGenerating Long Sequences with Sparse
-Transformers\fR, arXiv:1904.10509, 2019.
-ROFF
 }
 
 studio_name='desktop studio for Sparse Transformers: complete images, generate audio, continue text'
 
 if [ "$studio" = - ]; then
   exit 0
-elif LC_ALL=C grep -q -a 'QCommandLineParser13addHelpOption' "$studio"; then
-  # The studio answers --help: help2man writes NAME, SYNOPSIS and OPTIONS from it.
-  studio_sections >"$work/stx-studio.h2m"
-  QT_QPA_PLATFORM=offscreen help2man --no-info --section=1 --name="$studio_name" \
-    --include="$work/stx-studio.h2m" --output="$out/stx-studio.1" "$studio"
-else
-  {
-    printf '%s\n' '.\" Written by make-man-pages.sh: stx-studio has no --help of its own.'
-    printf '.TH STX-STUDIO "1" "%s" "stx-studio %s" "User Commands"\n' "$page_date" "$version"
-    printf '%s\n' '.SH NAME'
-    printf 'stx\\-studio \\- %s\n' "$studio_name"
-    printf '%s\n' '.SH SYNOPSIS' '.B stx\-studio' '[\fIFILE\fR]...'
-    # The include file's sections, in help2man's syntax, as plain .SH sections.
-    studio_sections static | sed 's/^\[=\{0,1\}\(.*\)\]$/.SH "\1"/'
-  } >"$out/stx-studio.1"
 fi
+studio_sections >"$work/stx-studio.h2m"
+QT_QPA_PLATFORM=offscreen help2man --no-info --section=1 --name="$studio_name" \
+  --include="$work/stx-studio.h2m" --output="$out/stx-studio.1" "$studio"
