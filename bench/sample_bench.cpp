@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "stx/engine/atomic_file.h"
-#include "stx/models/decoder.h"
+#include "stx/models/cpu_decoder.h"
 #include "stx/models/expert_decoder.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "attention_impl.h"
+#include "backends.h"
 
 namespace stx::kernels {
 namespace {

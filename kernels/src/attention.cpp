@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "attention_impl.h"
+#include "backends.h"
 
 namespace stx::kernels {
 namespace {

@@ -1,4 +1,4 @@
-// Private to the decoder (decoder.cpp, decoder_shared_step.cpp): the per-row arithmetic of a step that
+// Private to the decoder (cpu_decoder.cpp, cpu_decoder_shared_step.cpp): the per-row arithmetic of a step that
 // is not one of the kernels, written once so that every way of running a step computes the same bits.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Where the threads of one decoder step meet: a counting barrier that spins, then sleeps on a Linux futex.
-// The decoder's one piece of platform code (decoder_shared_step.cpp uses it).
+// The decoder's one piece of platform code (cpu_decoder_shared_step.cpp uses it).
 #pragma once
 
 #include <linux/futex.h>

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "stx/models/decoder.h"
+#include "stx/models/cpu_decoder.h"
 #include "stx/models/expert_decoder.h"
 #include "torch_kernel_bridge.h"
 

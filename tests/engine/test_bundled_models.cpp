@@ -10,7 +10,7 @@
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
 #include "stx/engine/model_session.h"
-#include "stx/models/decoder.h"
+#include "stx/models/cpu_decoder.h"
 
 namespace {
 

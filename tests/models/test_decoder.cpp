@@ -14,7 +14,7 @@
 
 #include "decoder_test_support.h"
 #include "stx/kernels/pattern.h"
-#include "stx/models/decoder.h"
+#include "stx/models/cpu_decoder.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "decoder_test_support.h"
-#include "stx/models/decoder.h"
+#include "stx/models/cpu_decoder.h"
 #include "stx/models/expert_decoder.h"
 #include "stx/models/linear_expert.h"
 #include "stx/models/linear_predictor.h"

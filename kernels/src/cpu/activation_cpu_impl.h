@@ -1,5 +1,5 @@
 // The fused activation (see stx/kernels/activation.h), compiled per instruction set next to the
-// attention kernels: include after cpu/attention_cpu_impl.h, which brings simd.h into the namespace.
+// attention kernels: include after cpu/cpu_kernels_impl.h, which brings simd.h into the namespace.
 //
 // sigmoid(z) through e = 2^(-|z| log2 e), which never overflows: 1 / (1 + e) for z >= 0, else e / (1 + e).
 // Memory-bound, so each element is read once and written once; OpenMP splits the range in static chunks.

@@ -1,6 +1,6 @@
-// The decode kernel (decode() in attention_impl.h): one query against the KV cache, visiting A(i) run by run
+// The decode kernel (decode() in backends.h): one query against the KV cache, visiting A(i) run by run
 // with an online softmax. Compiled per instruction set next to the attention kernels: include after
-// cpu/attention_cpu_impl.h, which brings simd.h and the shared constants into the namespace. The cache holds
+// cpu/cpu_kernels_impl.h, which brings simd.h and the shared constants into the namespace. The cache holds
 // C = float or uint16_t (IEEE half bits, DecodeParams::cache_dtype); q, out and the arithmetic are fp32.
 //
 // decode_cache() splits the (sample, head) rows over threads; each row goes through one of two paths:

@@ -1,5 +1,5 @@
 // small_linear (see stx/kernels/small_linear.h), compiled per instruction set next to the attention
-// kernels: include after cpu/attention_cpu_impl.h, which brings simd.h into the namespace.
+// kernels: include after cpu/cpu_kernels_impl.h, which brings simd.h into the namespace.
 //
 // Register tile: R rows x CV vectors of outputs, accumulated over the whole depth, so each weight vector
 // loaded feeds R FMAs and each x element is one broadcast. The tile is 4 rows tall on every instruction

@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "attention_impl.h"
+#include "backends.h"
 #include "stx/kernels/attention.h"
 #include "stx/kernels/error.h"
 #include "stx/kernels/layout.h"

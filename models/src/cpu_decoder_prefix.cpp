@@ -15,7 +15,7 @@
 #include <string>
 
 #include "stx/kernels/attention.h"
-#include "decoder_impl.h"
+#include "cpu_decoder_impl.h"
 
 namespace stx::models {
 

@@ -1,4 +1,4 @@
-// The CPU kernels, written once and compiled per instruction set (see attention_cpu_*.cpp).
+// The CPU kernels, written once and compiled per instruction set (see cpu_kernels_*.cpp).
 // Define STX_VEC_BYTES and STX_CPU_NAMESPACE, then include this file once.
 //
 // Work is split over (batch, head, part, lane, block) items with OpenMP; each item owns the rows it
@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "attention_impl.h"
+#include "backends.h"
 
 namespace stx::kernels::detail::STX_CPU_NAMESPACE {
 namespace {

@@ -1,4 +1,4 @@
-// The incremental decoder's state and machinery, behind stx/models/decoder.h: weights snapshots, KV caches,
+// The incremental decoder's state and machinery, behind stx/models/cpu_decoder.h: weights snapshots, KV caches,
 // per-step scratch, the shared step's barrier and the thread-count choosers. The public class forwards to it.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include "step_barrier.h"
 #include "stx/kernels/attention.h"
 #include "stx/kernels/pattern.h"
-#include "stx/models/decoder.h"
+#include "stx/models/cpu_decoder.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
 #include "stx/models/thread_count_chooser.h"

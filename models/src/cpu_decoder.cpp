@@ -1,4 +1,4 @@
-#include "decoder_impl.h"
+#include "cpu_decoder_impl.h"
 
 #include <ATen/ATen.h>
 #include <omp.h>

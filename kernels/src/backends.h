@@ -11,7 +11,7 @@ namespace stx::kernels::detail {
 // Throws Error unless `device` and `dtype` are a pair this build can run: the CPU kernels take float32.
 void check_device(const char* op, Device device, DType dtype);
 
-// One CPU backend per instruction set, all compiled from src/cpu/attention_cpu_impl.h and the *_cpu_impl.h
+// One CPU backend per instruction set, all compiled from src/cpu/cpu_kernels_impl.h and the *_cpu_impl.h
 // files included after it (decode, activation, small linear).
 #define STX_DECLARE_CPU_BACKEND(ns)                 \
   namespace ns {                                    \

@@ -14,7 +14,7 @@
 #include "decoder_math.h"
 #include "stx/kernels/activation.h"
 #include "stx/kernels/small_linear.h"
-#include "decoder_impl.h"
+#include "cpu_decoder_impl.h"
 
 namespace stx::models {
 

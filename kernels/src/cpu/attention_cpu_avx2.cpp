@@ -1,7 +1,0 @@
-// The CPU kernels (attention, decode, activation, small linear) built for the avx2 instruction set (32-byte vectors); see attention_cpu_impl.h.
-#define STX_VEC_BYTES 32
-#define STX_CPU_NAMESPACE cpu_avx2
-#include "cpu/attention_cpu_impl.h"
-#include "cpu/decode_cpu_impl.h"
-#include "cpu/activation_cpu_impl.h"
-#include "cpu/small_linear_cpu_impl.h"

@@ -1,7 +1,0 @@
-// The CPU kernels (attention, decode, activation, small linear) built for the avx512 instruction set (64-byte vectors); see attention_cpu_impl.h.
-#define STX_VEC_BYTES 64
-#define STX_CPU_NAMESPACE cpu_avx512
-#include "cpu/attention_cpu_impl.h"
-#include "cpu/decode_cpu_impl.h"
-#include "cpu/activation_cpu_impl.h"
-#include "cpu/small_linear_cpu_impl.h"
