@@ -14,6 +14,7 @@
 #include "stx/engine/evaluate.h"
 #include "stx/engine/model_data.h"
 #include "stx/engine/model_session.h"
+#include "stx/engine/model_types.h"
 
 namespace stx::cli {
 namespace {
@@ -23,7 +24,7 @@ using json = nlohmann::ordered_json;
 constexpr const char* kModelHelp =
     "a model folder, a run folder (its latest checkpoint), or a bundled model's name: image, audio, text";
 
-std::string describe_attention(const models::ModelConfig& c) {
+std::string describe_attention(const engine::ModelConfig& c) {
   std::string text = kernels::to_string(c.pattern);
   if (c.pattern != kernels::Pattern::dense) {
     text += " l=" + std::to_string(c.stride);
@@ -34,7 +35,7 @@ std::string describe_attention(const models::ModelConfig& c) {
 }
 
 // The linear-prediction expert multiplied into an audio model's output (ModelConfig::expert).
-std::string describe_expert(const models::LinearExpertConfig& e) {
+std::string describe_expert(const engine::LinearExpertConfig& e) {
   char ridge[32];
   std::snprintf(ridge, sizeof ridge, "%g", e.ridge);
   return "linear prediction, order " + std::to_string(e.order) + ", refitted every " +
@@ -42,12 +43,12 @@ std::string describe_expert(const models::LinearExpertConfig& e) {
          ridge + " of the trace, scale from the last " + std::to_string(e.scale_window) + " errors";
 }
 
-std::string describe_data(const models::ModelConfig& c) {
-  if (c.kind == models::DataKind::image) {
+std::string describe_data(const engine::ModelConfig& c) {
+  if (c.kind == engine::ModelDataKind::image) {
     return "image " + std::to_string(c.image_height) + "x" + std::to_string(c.image_width) + "x" +
            std::to_string(c.image_channels);
   }
-  return c.kind == models::DataKind::audio ? "audio (12 kHz mu-law)" : "text (bytes)";
+  return c.kind == engine::ModelDataKind::audio ? "audio (12 kHz mu-law)" : "text (bytes)";
 }
 
 }  // namespace
@@ -93,7 +94,7 @@ int run_eval_command(const EvalOptions& o) {
   require_between("--windows", o.windows, 0, int64_t{1} << 40);
   require_between("--batch", o.batch, 1, 4096);
   engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
-  const models::ModelConfig& c = bundle.config;
+  const engine::ModelConfig& c = bundle.config;
   engine::Dataset data = engine::open_dataset(o.data, engine::dataset_options_for(c));
   for (const auto& skipped : data.skipped) {
     std::cerr << "stx eval: skipped " << skipped.reason << "\n";  // the reason names the file
@@ -104,7 +105,7 @@ int run_eval_command(const EvalOptions& o) {
   if (o.split != "train") bytes.insert(bytes.end(), data.validation.begin(), data.validation.end());
   const auto start = std::chrono::steady_clock::now();
   if (o.sliding && o.windows > 0) throw UsageError("--sliding scores every byte: drop --windows");
-  if (o.sliding && c.kind == models::DataKind::image) {
+  if (o.sliding && c.kind == engine::ModelDataKind::image) {
     throw UsageError("--sliding is for text and audio: an image model scores each image on its own");
   }
   const engine::EvaluationResult r =
@@ -139,7 +140,7 @@ int run_info_command(const InfoOptions& o) {
   // for an absurd model is refused before anything is allocated; then the weights file's format, each tensor's
   // name, shape, dtype and finiteness), so a broken checkpoint is named in one line, never described.
   const engine::ModelBundle b = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
-  const models::ModelConfig& c = b.config;
+  const engine::ModelConfig& c = b.config;
   const int64_t parameters = c.parameter_count();
   auto finite = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
   json card = {{"folder", b.folder.string()},
@@ -152,8 +153,8 @@ int run_info_command(const InfoOptions& o) {
                {"d_model", c.d_model},
                {"heads", c.heads},
                {"d_ff", c.d_ff},
-               {"precision", models::to_string(c.precision)},
-               {"precision_on_this_cpu", models::to_string(models::effective_precision(c.precision, false))},
+               {"precision", engine::to_string(c.precision)},
+               {"precision_on_this_cpu", engine::to_string(engine::effective_precision(c.precision, false))},
                {"weights_hash", b.weights_hash}};
   if (b.state) {
     card["training_steps"] = b.state->step;
@@ -179,9 +180,9 @@ int run_info_command(const InfoOptions& o) {
               static_cast<long long>(c.d_model), static_cast<long long>(c.heads), static_cast<long long>(c.d_ff));
   if (c.expert.enabled()) std::printf("  expert       %s\n", describe_expert(c.expert).c_str());
   // Weights are fp32 whatever the activations; a bf16 model runs as fp32 on a CPU without AVX512-BF16.
-  const models::Precision here = models::effective_precision(c.precision, false);
-  std::printf("  precision    %s activations, fp32 weights%s\n", models::to_string(c.precision),
-              here == c.precision ? "" : (std::string("; ") + models::to_string(here) + " on this CPU").c_str());
+  const engine::Precision here = engine::effective_precision(c.precision, false);
+  std::printf("  precision    %s activations, fp32 weights%s\n", engine::to_string(c.precision),
+              here == c.precision ? "" : (std::string("; ") + engine::to_string(here) + " on this CPU").c_str());
   if (b.state) {
     std::printf("  training     %lld steps, %s\n", static_cast<long long>(b.state->step),
                 (std::to_string(static_cast<long long>(std::lround(b.state->train_seconds))) + " s").c_str());

@@ -18,6 +18,7 @@
 #include "stx/engine/export.h"
 #include "stx/engine/image_io.h"
 #include "stx/engine/sampler.h"
+#include "stx/engine/model_types.h"
 
 namespace stx::cli {
 namespace {
@@ -54,12 +55,12 @@ void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
 
 std::string file_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
-std::string a_model(models::DataKind kind) {
-  return std::string(kind == models::DataKind::image || kind == models::DataKind::audio ? "an " : "a ") +
-         models::to_string(kind) + " model";
+std::string a_model(engine::ModelDataKind kind) {
+  return std::string(kind == engine::ModelDataKind::image || kind == engine::ModelDataKind::audio ? "an " : "a ") +
+         engine::to_string(kind) + " model";
 }
 
-void require_kind(const engine::ModelBundle& m, models::DataKind want, const std::string& task) {
+void require_kind(const engine::ModelBundle& m, engine::ModelDataKind want, const std::string& task) {
   if (m.config.kind == want) return;
   throw UsageError("the model in " + m.folder.string() + " is " + a_model(m.config.kind) + "; `stx sample " + task +
                    "` needs " + a_model(want));
@@ -125,8 +126,8 @@ engine::SampleRequest checked_request(const SampleCommandOptions& o) {
 // An image from nothing, or the kept rows of --prompt completed.
 void prepare_image(const SampleCommandOptions& o, const engine::ModelBundle& bundle, engine::SampleRequest& request,
                    SampleOrigin& origin) {
-  const models::ModelConfig& c = bundle.config;
-  require_kind(bundle, models::DataKind::image, "image");
+  const engine::ModelConfig& c = bundle.config;
+  require_kind(bundle, engine::ModelDataKind::image, "image");
   request.length = c.context;
   const int64_t row_bytes = c.image_width * c.image_channels;
   if (o.keep_rows >= 0 && o.prompt.empty()) throw UsageError("--keep-rows needs --prompt IMAGE");
@@ -145,8 +146,8 @@ void prepare_image(const SampleCommandOptions& o, const engine::ModelBundle& bun
 // --seconds of audio, after --prompt's clip when there is one (its end, when it is longer than the room left).
 void prepare_audio(const SampleCommandOptions& o, const engine::ModelBundle& bundle, engine::SampleRequest& request,
                    SampleOrigin& origin) {
-  const models::ModelConfig& c = bundle.config;
-  require_kind(bundle, models::DataKind::audio, "audio");
+  const engine::ModelConfig& c = bundle.config;
+  require_kind(bundle, engine::ModelDataKind::audio, "audio");
   if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
     throw UsageError("--seconds must be a number of seconds above 0 (such as 4 or 2.5)");
   }
@@ -180,8 +181,8 @@ void prepare_audio(const SampleCommandOptions& o, const engine::ModelBundle& bun
 // Up to --max-bytes after the prompt text, ending early at a --stop string.
 void prepare_text(const SampleCommandOptions& o, const engine::ModelBundle& bundle, engine::SampleRequest& request,
                   SampleOrigin& origin) {
-  const models::ModelConfig& c = bundle.config;
-  require_kind(bundle, models::DataKind::text, "text");
+  const engine::ModelConfig& c = bundle.config;
+  require_kind(bundle, engine::ModelDataKind::text, "text");
   if (!o.prompt_file.empty()) {
     request.prompt = engine::read_file(o.prompt_file, kMaxPromptFileBytes);
   } else {
@@ -230,7 +231,7 @@ engine::SampleResult generate(const SampleCommandOptions& o, engine::ModelBundle
 void write_samples(const SampleCommandOptions& o, const engine::ModelBundle& bundle,
                    const engine::SampleRequest& request, const engine::SampleResult& result,
                    const SampleOrigin& origin) {
-  const models::ModelConfig& c = bundle.config;
+  const engine::ModelConfig& c = bundle.config;
   const engine::Overwrite overwrite = o.force ? engine::Overwrite::Replace : engine::Overwrite::Refuse;
   std::vector<std::string> written;
   for (int64_t k = 0; k < o.count; ++k) {

@@ -26,7 +26,7 @@
 #include "stx/engine/error.h"
 #include "stx/engine/threads.h"
 #include "stx/engine/trainer.h"
-#include "stx/models/model_config.h"
+#include "stx/engine/model_types.h"
 
 namespace stx::cli {
 namespace {
@@ -115,14 +115,14 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
   } else if (c.resume.empty()) {
     if (c.preset.empty() == c.config_file.empty()) throw UsageError("give exactly one of --preset and --config");
     if (!c.preset.empty()) {
-      o.model = models::preset(c.preset);
+      o.model = engine::preset(c.preset);
     } else {
       const std::vector<uint8_t> bytes = engine::read_file(c.config_file, 4u << 20);
       const auto json = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
       if (json.is_discarded()) throw engine::Error(c.config_file + ": not valid JSON");
       try {
-        o.model = models::model_config_from_json(json);
-      } catch (const models::ConfigError& e) {
+        o.model = engine::model_config_from_json(json);
+      } catch (const engine::ConfigError& e) {
         throw engine::Error(c.config_file + ": " + e.what());
       }
       if (json.contains("training")) recipe_from_json(json["training"], o);
@@ -145,16 +145,16 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
     }
   }
   if (c.context > 0) {
-    if (o.model.kind == models::DataKind::image) throw UsageError("--context of an image model is fixed by its H x W x C");
+    if (o.model.kind == engine::ModelDataKind::image) throw UsageError("--context of an image model is fixed by its H x W x C");
     require_between("--context", c.context, 1, int64_t{1} << 22);
     o.model.context = c.context;
     try {
       o.model.validate();
-    } catch (const models::ConfigError& e) {
+    } catch (const engine::ConfigError& e) {
       throw UsageError(std::string("--context: ") + e.what());
     }
   }
-  if (!c.precision.empty()) o.precision = models::parse_precision(c.precision);  // checked by CLI11
+  if (!c.precision.empty()) o.precision = engine::parse_precision(c.precision);  // checked by CLI11
   if (c.amplitude_taps >= 0) o.amplitude_taps = c.amplitude_taps;
   if (c.expert_order >= 0) o.expert_order = c.expert_order;
   if (c.noise_share >= 0) o.noise_share = c.noise_share;
@@ -192,7 +192,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
 CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
   CLI::App* command = app.add_subcommand("train", "Train a Sparse Transformer on a folder of images, audio or text");
   std::string presets;
-  for (const auto& name : models::preset_names()) presets += (presets.empty() ? "" : ", ") + name;
+  for (const auto& name : engine::preset_names()) presets += (presets.empty() ? "" : ", ") + name;
   command->add_option("--preset", o.preset, "a named architecture and recipe: " + presets);
   command->add_option("--config", o.config_file, "a JSON config (model fields, optional \"training\" recipe)");
   command->add_option("--data", o.data, "training data: a folder or file (images, audio or text, as the model's kind)");
@@ -234,13 +234,13 @@ CLI::App* add_train_command(CLI::App& app, TrainCommandOptions& o) {
       ->add_option("--amplitude-taps", o.amplitude_taps,
                    "audio: the model also sees the previous N samples as amplitudes, not only as byte embeddings; "
                    "a fine-tune of a model without them starts them at zero [default: the model's, 0 = none]")
-      ->check(whole_between(0, models::ModelConfig::kMaxAmplitudeTaps));
+      ->check(whole_between(0, engine::ModelConfig::kMaxAmplitudeTaps));
   command
       ->add_option("--expert-order", o.expert_order,
                    "audio: multiply a linear-prediction expert of this order into the output (a product of "
                    "experts; the network also sees its prediction); a fine-tune of a model without one starts "
                    "as the expert alone [default: the model's, none for the presets]")
-      ->check(whole_between(1, models::ModelConfig::kMaxExpertOrder));
+      ->check(whole_between(1, engine::ModelConfig::kMaxExpertOrder));
   command
       ->add_option("--noise-share", o.noise_share,
                    "share of training crops whose inputs (not targets) are moved by up to --noise-steps mu-law "
@@ -287,9 +287,9 @@ int run_train_command(const TrainCommandOptions& c, int argc, char** argv) {
   }
   engine::TrainOptions options = build_options(c);
   const bool on_cpu = engine::resolve_training_device(options.device) == engine::DeviceKind::cpu;
-  if (options.precision && *options.precision != models::Precision::fp32 && on_cpu && !c.quiet) {
-    if (models::effective_precision(*options.precision, false) == models::Precision::fp32) {
-      std::cerr << "stx train: note: " << models::to_string(*options.precision)
+  if (options.precision && *options.precision != engine::Precision::fp32 && on_cpu && !c.quiet) {
+    if (engine::effective_precision(*options.precision, false) == engine::Precision::fp32) {
+      std::cerr << "stx train: note: " << engine::to_string(*options.precision)
                 << " runs as fp32 on this CPU (bf16 needs AVX512-BF16; fp16 is for CUDA)\n";
     }
   }

@@ -16,6 +16,7 @@
 #include "core/model_library.h"
 #include "core/model_text.h"
 #include "stx/engine/trainer.h"
+#include "stx/engine/model_types.h"
 
 namespace stx::studio {
 
@@ -26,10 +27,10 @@ constexpr int kSummaryRole = Qt::UserRole + 1;
 constexpr int kAddedRole = Qt::UserRole + 2;  // added with "Other folder...", not found in the library
 
 // What a preset is, in the words of a model card (the parameter count needs the weights, so it is left out).
-QString preset_text(const stx::models::ModelConfig& c) {
+QString preset_text(const stx::engine::ModelConfig& c) {
   const QLocale locale;
   QStringList parts;
-  if (c.kind == stx::models::DataKind::image) {
+  if (c.kind == stx::engine::ModelDataKind::image) {
     parts << QObject::tr("images %1x%2x%3").arg(c.image_height).arg(c.image_width).arg(c.image_channels);
   }
   parts << QObject::tr("context %1").arg(locale.toString(static_cast<qint64>(c.context)))
@@ -144,9 +145,9 @@ void BaseModelPage::fillModels() {
 void BaseModelPage::fillPresets() {
   const QString previous = presets_->currentData().toString();
   presets_->clear();
-  for (const std::string& name : stx::models::preset_names()) {
-    const stx::models::ModelConfig config = stx::models::preset(name);
-    if (QString::fromLatin1(stx::models::to_string(config.kind)) != kind_) continue;
+  for (const std::string& name : stx::engine::preset_names()) {
+    const stx::engine::ModelConfig config = stx::engine::preset(name);
+    if (QString::fromLatin1(stx::engine::to_string(config.kind)) != kind_) continue;
     const QString text = QString::fromStdString(name);
     presets_->addItem(tr("%1 — %2").arg(text, preset_text(config)), text);
   }

@@ -21,7 +21,7 @@
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/model_library.h"
-#include "stx/models/model_config.h"
+#include "stx/engine/model_types.h"
 #include "wizard/train_wizard.h"
 
 namespace stx::studio {
@@ -91,7 +91,7 @@ QGroupBox* SettingsPage::makeTrainingGroup() {
   // TrainOptions::precision: only offered where the CPU does bf16 in hardware (elsewhere it would train in
   // fp32 anyway); the estimate then measures the faster steps.
   bf16_ = new QCheckBox(tr("Faster arithmetic (bf16 linear layers)"));
-  if (stx::models::cpu_has_fast_bf16()) {
+  if (stx::engine::cpu_has_fast_bf16()) {
     bf16_->setToolTip(tr("This processor has AVX512-BF16: the linear layers run in bf16 at about twice the "
                          "speed, the weights stay fp32. Steps take 1.2-1.6x less time, with the same "
                          "bits/byte in our measurements."));
@@ -252,7 +252,7 @@ void SettingsPage::initializePage() {
       // bundled audio model (65,536 samples, one a step: about 43 GB at 8).
       batch_->setValue(entry.summary.batch_trained > 0 ? static_cast<int>(entry.summary.batch_trained) : 8);
     } else {
-      const stx::models::ModelConfig config = stx::models::preset(preset.toStdString());
+      const stx::engine::ModelConfig config = stx::engine::preset(preset.toStdString());
       if (kind == QLatin1String("image")) {
         context_->setRange(1, kMaxContext);
         context_->setSingleStep(1);

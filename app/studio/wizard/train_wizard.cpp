@@ -17,6 +17,7 @@
 #include "wizard/finish_page.h"
 #include "wizard/run_page.h"
 #include "wizard/settings_page.h"
+#include "stx/engine/model_types.h"
 
 namespace stx::studio {
 
@@ -69,7 +70,7 @@ std::array<int, 3> TrainWizard::imageShape() const {
               static_cast<int>(entry.summary.image_channels)};
     }
   }
-  const stx::models::ModelConfig small = stx::models::preset("image-small");
+  const stx::engine::ModelConfig small = stx::engine::preset("image-small");
   return {static_cast<int>(small.image_height), static_cast<int>(small.image_width),
           static_cast<int>(small.image_channels)};
 }
@@ -91,8 +92,8 @@ stx::engine::TrainOptions TrainWizard::trainOptions() const {
   if (!base.isEmpty()) {
     o.init_from = base.toStdString();
   } else {
-    o.model = stx::models::preset(field(QStringLiteral("preset")).toString().toStdString());
-    if (o.model.kind != stx::models::DataKind::image)
+    o.model = stx::engine::preset(field(QStringLiteral("preset")).toString().toStdString());
+    if (o.model.kind != stx::engine::ModelDataKind::image)
       o.model.context = field(QStringLiteral("context")).toLongLong();
   }
   o.steps = field(QStringLiteral("steps")).toLongLong();
@@ -100,7 +101,7 @@ stx::engine::TrainOptions TrainWizard::trainOptions() const {
   o.learning_rate = field(QStringLiteral("learningRate")).toDouble();
   o.validation_fraction = field(QStringLiteral("validationPercent")).toDouble() / 100.0;
   o.checkpoint_every = field(QStringLiteral("checkpointEvery")).toLongLong();
-  if (field(QStringLiteral("bf16")).toBool()) o.precision = stx::models::Precision::bf16;
+  if (field(QStringLiteral("bf16")).toBool()) o.precision = stx::engine::Precision::bf16;
   // A validation point at every checkpoint: the curve and the saved "best" agree, at no extra passes.
   o.eval_every = o.checkpoint_every;
   // Warm-up is a tenth of a short run, so a short fine-tune still reaches its learning rate.
