@@ -47,7 +47,8 @@ struct QualityOptions {
   bool model_part = true, compressors_part = true;  // --skip-model / --skip-compressors
   bool sliding = false;                             // also score the model with sliding windows (text, audio)
   bool samples = false;  // audio: also measure how tonal generated samples are (tonality_bench.h)
-  TonalityOptions tonality;
+  TonalityOptions tonality;  // its settings: the model's own sampling defaults, then the options given
+  std::optional<double> temperature, top_p, min_p;
 };
 
 struct Row {
@@ -249,11 +250,17 @@ std::string fixed(double x) {
   return text;
 }
 
-int run_quality(const QualityOptions& o) {
+int run_quality(const QualityOptions& given) {
+  QualityOptions o = given;
   // Every core, as `stx eval`, unless --threads: Debian's LibTorch starts with one thread.
   engine::set_thread_limit(o.threads);
   engine::use_job_threads();
   engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
+  // Samples are drawn as `stx sample` draws them: the model's own defaults where no option was given.
+  o.tonality.settings = bundle.sampling;
+  if (o.temperature) o.tonality.settings.temperature = *o.temperature;
+  if (o.top_p) o.tonality.settings.top_p = *o.top_p;
+  if (o.min_p) o.tonality.settings.min_p = *o.min_p;
   const models::ModelConfig& c = bundle.config;
   if (o.samples && c.kind != models::DataKind::audio) {
     throw engine::Error("--samples measures audio models only; " + c.name + " is a " +
@@ -425,16 +432,14 @@ void register_quality_command(CLI::App& parent) {
       "audio: also generate unconditional samples (seeds 1..8, 4 s) and continuations of held-out "
       "openings (2 s prompt), and compare their median spectral flatness with the held-out audio's");
   command
-      ->add_option("--temperature", options->tonality.settings.temperature, "--samples: sampling temperature")
-      ->check(CLI::Range(0.0, 10.0))
-      ->capture_default_str();
-  command->add_option("--top-p", options->tonality.settings.top_p, "--samples: nucleus sampling (1 = off)")
-      ->check(CLI::Range(0.001, 1.0))
-      ->capture_default_str();
-  command->add_option("--min-p", options->tonality.settings.min_p, "--samples: drop bytes less likely than this "
-                      "times the most likely one (0 = off)")
-      ->check(CLI::Range(0.0, 0.999))
-      ->capture_default_str();
+      ->add_option("--temperature", options->temperature,
+                   "--samples: sampling temperature (default: the model's, else 1)")
+      ->check(CLI::Range(0.0, 10.0));
+  command->add_option("--top-p", options->top_p, "--samples: nucleus sampling, 1: off (default: the model's, else 1)")
+      ->check(CLI::Range(0.001, 1.0));
+  command->add_option("--min-p", options->min_p, "--samples: drop bytes less likely than this "
+                      "times the most likely one, 0: off (default: the model's, else 0)")
+      ->check(CLI::Range(0.0, 0.999));
   command->add_option("--unconditional", options->tonality.unconditional, "--samples: unconditional samples")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();

@@ -7,8 +7,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli_errors.h"
 #include "option_checks.h"
 #include "pattern_options.h"
+#include "sampling_options.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/dataset.h"
 #include "stx/engine/evaluate.h"
@@ -61,12 +63,26 @@ CLI::App* add_export_command(CLI::App& app, ExportOptions& o) {
   command->add_option("--out", o.out, "the new model folder")->required();
   command->add_flag("--fp16", o.fp16, "store the weights as fp16 (half the size; loaded back as fp32)");
   command->add_flag("--force", o.force, "replace an existing model folder at --out");
-  command->footer("Example:\n  stx export --model runs/fmnist --out my-models/fmnist --fp16");
+  add_sampling_options(*command, o.sampling);
+  command->footer(
+      "The sampling options set the export's own sampling defaults (config.json \"sampling\"), which `stx "
+      "sample` and the studio start from; left out, the source's are kept.\n"
+      "Example:\n  stx export --model runs/fmnist --out my-models/fmnist --fp16");
   return command;
 }
 
 int run_export_command(const ExportOptions& o) {
-  engine::export_model(o.model, o.out, o.fp16, o.force);
+  std::optional<engine::SamplingSettings> sampling;
+  if (o.sampling.any()) {
+    const engine::CheckpointInfo source = engine::read_checkpoint_info(engine::resolve_checkpoint(o.model));
+    sampling = o.sampling.over(source.sampling);
+    try {
+      sampling->validate();
+    } catch (const engine::Error& e) {
+      throw UsageError(e);
+    }
+  }
+  engine::export_model(o.model, o.out, o.fp16, o.force, sampling);
   const engine::ModelBundle b = engine::load_checkpoint(o.out);  // read back: what was written loads
   std::printf("exported %s (%lld parameters, %s weights) to %s\n", b.config.name.c_str(),
               static_cast<long long>(b.model->parameter_count()), o.fp16 ? "fp16" : "fp32", o.out.c_str());
@@ -163,6 +179,10 @@ int run_info_command(const InfoOptions& o) {
     card["best_validation_bits_per_byte"] = finite(b.state->best_bits_per_byte);
   }
   if (c.expert.enabled()) card["expert"] = describe_expert(c.expert);
+  card["sampling"] = {{"temperature", b.sampling.temperature},
+                      {"top_k", b.sampling.top_k},
+                      {"top_p", b.sampling.top_p},
+                      {"min_p", b.sampling.min_p}};
   if (b.training.contains("data")) card["training_data"] = b.training["data"];
   // held_out.json beside the weights: their bits/byte on every held-out byte (bundled models have one).
   const std::optional<double> held_out = engine::read_held_out_bits_per_byte(b.folder);
@@ -179,6 +199,8 @@ int run_info_command(const InfoOptions& o) {
   std::printf("  network      %lld layers, d_model %lld, %lld heads, d_ff %lld\n", static_cast<long long>(c.layers),
               static_cast<long long>(c.d_model), static_cast<long long>(c.heads), static_cast<long long>(c.d_ff));
   if (c.expert.enabled()) std::printf("  expert       %s\n", describe_expert(c.expert).c_str());
+  std::printf("  sampling     %s%s\n", describe_sampling(b.sampling).c_str(),
+              engine::sampling_to_json(b.sampling).empty() ? "" : " (the model's own defaults)");
   // Weights are fp32 whatever the activations; a bf16 model runs as fp32 on a CPU without AVX512-BF16.
   const engine::Precision here = engine::effective_precision(c.precision, false);
   std::printf("  precision    %s activations, fp32 weights%s\n", engine::to_string(c.precision),

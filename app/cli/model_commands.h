@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "sampling_options.h"
+
 namespace CLI {
 class App;
 }
@@ -31,6 +33,7 @@ struct ExportOptions {
   std::string out;
   bool fp16 = false;
   bool force = false;
+  SamplingOptions sampling;  // the export's sampling defaults, over the source's
 };
 
 CLI::App* add_eval_command(CLI::App& app, EvalOptions& options);

@@ -10,6 +10,7 @@
 #include "option_checks.h"
 #include "pattern_options.h"
 #include "progress_printer.h"
+#include "sampling_options.h"
 #include "stx/engine/atomic_file.h"
 #include "stx/engine/audio_io.h"
 #include "stx/engine/checkpoint.h"
@@ -34,14 +35,7 @@ void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
   c.add_option("--n", o.count, "samples, generated together; with several, FILE-1, FILE-2, ...")->capture_default_str();
   c.add_option("--seed", o.seed, "random seed (default: a fresh one, printed before generation starts)")
       ->check(unsigned_64());
-  c.add_option("--temperature", o.temperature, "sampling temperature; 0 picks the most likely byte")->capture_default_str();
-  c.add_option("--top-k", o.top_k, "sample among the k most likely bytes (0: all)")->capture_default_str();
-  c.add_option("--top-p", o.top_p, "sample among the most likely bytes holding this probability (1: all)")
-      ->capture_default_str();
-  c.add_option("--min-p", o.min_p,
-               "leave out bytes less likely than this times the most likely one (0: off); for audio, a floor "
-               "under the hiss that a 256-way distribution otherwise spreads over every level")
-      ->capture_default_str();
+  add_sampling_options(c, o.sampling);
   c.add_option("--kv-cache", o.kv_cache,
                "keys and values kept as float16 (half the memory, faster late in long audio) or float32 (the "
                "forward pass's attention to float rounding)")
@@ -110,7 +104,7 @@ engine::SampleRequest checked_request(const SampleCommandOptions& o) {
   require_between("--n", o.count, 1, 256);
   engine::SampleRequest request;
   request.count = o.count;
-  request.settings = engine::SamplingSettings{o.temperature, o.top_k, o.top_p, o.min_p};
+  request.settings = o.sampling.over(engine::SamplingSettings{});  // the given ones checked now; see below
   request.seed = o.seed;
   request.half_precision_cache = o.kv_cache == "float16";
   try {
@@ -299,6 +293,12 @@ int run_sample_command(SampleCommandOptions& o) {
   engine::SampleRequest request = checked_request(o);
   engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
   bundle.model->eval();
+  // The model's own defaults (config.json "sampling") where an option was left out.
+  request.settings = o.sampling.over(bundle.sampling);
+  if (!o.quiet && !engine::sampling_to_json(bundle.sampling).empty()) {
+    std::fprintf(stderr, "sampling at %s (the model's defaults where no option was given)\n",
+                 describe_sampling(request.settings).c_str());
+  }
   SampleOrigin origin;
   if (o.kind == "image") {
     prepare_image(o, bundle, request, origin);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "sampling_options.h"
+
 namespace CLI {
 class App;
 }
@@ -22,8 +24,7 @@ struct SampleCommandOptions {
   std::vector<std::string> stop;
   int64_t count = 1;
   std::optional<uint64_t> seed;
-  double temperature = 1.0, top_p = 1.0, min_p = 0.0;
-  int top_k = 0;
+  SamplingOptions sampling;  // over the model's own defaults
   bool force = false, quiet = false;
   std::string kv_cache = "float16";  // float16 or float32: SampleRequest::half_precision_cache
   std::string device = "auto";       // cpu, cuda or auto: SampleRequest::device

@@ -177,6 +177,11 @@ CheckpointInfo read_checkpoint_info(const fs::path& folder) {
     throw Error(config_file.string() + ": " + e.what());
   }
   info.training = config_json.value("training", nlohmann::json::object());
+  try {
+    info.sampling = sampling_from_json(config_json.value("sampling", nlohmann::json()));
+  } catch (const Error& e) {
+    throw Error(config_file.string() + ": " + e.what());
+  }
   try {  // the recipe's types, checked before anything reads or prints a field of it
     TrainOptions recipe;
     recipe_from_json(info.training, recipe);
@@ -223,6 +228,7 @@ ModelBundle load_checkpoint(const fs::path& folder) {
   bundle.config = info.config;
   bundle.training = std::move(info.training);
   bundle.state = info.state;
+  bundle.sampling = info.sampling;
   bundle.model = models::SparseTransformer(bundle.config);
 
   const fs::path weights_file = folder / "model.safetensors";
@@ -299,11 +305,13 @@ void load_optimizer_state(const fs::path& folder, models::SparseTransformer& mod
 }
 
 void write_checkpoint_files(const fs::path& folder, const models::ModelConfig& config, const nlohmann::json& training,
-                            models::SparseTransformer& model, const TrainState* state,
-                            const torch::optim::AdamW* optimizer, bool fp16_weights) {
+                            const SamplingSettings& sampling, models::SparseTransformer& model,
+                            const TrainState* state, const torch::optim::AdamW* optimizer, bool fp16_weights) {
   nlohmann::json config_json = models::to_json(config);
   config_json["format"] = kFormat;
   if (!training.is_null() && !training.empty()) config_json["training"] = training;
+  const nlohmann::json sampling_json = sampling_to_json(sampling);
+  if (!sampling_json.empty()) config_json["sampling"] = sampling_json;
   write_file_atomic(folder / "config.json", config_json.dump(2) + "\n");
 
   // Keeps the converted tensors alive until the file is encoded.

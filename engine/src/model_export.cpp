@@ -11,7 +11,9 @@
 namespace stx::engine {
 namespace fs = std::filesystem;
 
-void export_model(const fs::path& source, const fs::path& target, bool fp16_weights, bool replace) {
+void export_model(const fs::path& source, const fs::path& target, bool fp16_weights, bool replace,
+                  const std::optional<SamplingSettings>& sampling) {
+  if (sampling) sampling->validate();
   const fs::path resolved = resolve_checkpoint(source);
   std::error_code ec;
   const bool exists = fs::exists(target, ec);
@@ -43,7 +45,7 @@ void export_model(const fs::path& source, const fs::path& target, bool fp16_weig
     state = &record;
   }
   try {
-    write_checkpoint_files(staging.path(), bundle.config, bundle.training, bundle.model, state, nullptr, fp16_weights);
+    write_checkpoint_files(staging.path(), bundle.config, bundle.training, sampling.value_or(bundle.sampling), bundle.model, state, nullptr, fp16_weights);
   } catch (const Error& e) {
     // The user asked for `target`: name it, not the hidden staging folder beside it (removed on the way out).
     std::string reason = e.what();

@@ -51,6 +51,7 @@ ModelSummary summarize(const fs::path& folder, const CheckpointInfo& info, int64
   s.image_width = c.image_width;
   s.image_channels = c.image_channels;
   s.parameters = parameters;
+  s.sampling = info.sampling;
   if (info.state) {
     s.steps_trained = info.state->step;
     // The latest validation is the one of these weights (every checkpoint validates first); the best may be
@@ -109,7 +110,7 @@ LoadedModel LoadedModel::open(const fs::path& path) {
   const fs::path folder = resolve_checkpoint(path);
   model.impl_->bundle = load_checkpoint(folder);
   const ModelBundle& b = model.impl_->bundle;
-  model.impl_->summary = summarize(folder, CheckpointInfo{b.config, b.training, b.state}, b.model->parameter_count());
+  model.impl_->summary = summarize(folder, CheckpointInfo{b.config, b.training, b.state, b.sampling}, b.model->parameter_count());
   model.impl_->summary.weights_hash = b.weights_hash;
   model.impl_->bundle.model->eval();
   return model;

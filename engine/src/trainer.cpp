@@ -79,6 +79,7 @@ struct Run {
   models::ModelConfig config;
   int64_t window = 0;  // bytes per training sequence: options.window, or the context
   nlohmann::json recipe;
+  SamplingSettings sampling;  // the source model's sampling defaults, kept by a resume or a fine-tune
   models::SparseTransformer model{nullptr};
   std::unique_ptr<torch::optim::AdamW> optimizer;
   TrainState state;
@@ -124,12 +125,14 @@ void prepare(Run& run, const EventSink& sink) {
     if (o.out.empty()) from_checkpoint.out = folder.parent_path().parent_path();
     o = from_checkpoint;
     run.config = resumed->config;
+    run.sampling = resumed->sampling;
     run.state = *resumed->state;
     log(run, sink, "resuming " + folder.string() + " at step " + std::to_string(run.state.step));
   } else if (o.init_from) {
     const fs::path folder = resolve_checkpoint(*o.init_from);
     resumed = load_checkpoint(folder);
     run.config = resumed->config;
+    run.sampling = resumed->sampling;
     run.state.seed = o.seed;
     log(run, sink, "fine-tuning " + folder.string() + " (" + run.config.name + ")");
   } else {
@@ -317,7 +320,7 @@ std::optional<fs::path> save(Run& run, const EventSink& sink, double elapsed_bef
     try {
       RunFolder folder(run.options.out);
       const fs::path saved = folder.commit(state.step, is_best, run.options.keep_last, [&](const fs::path& staging) {
-        write_checkpoint_files(staging, run.config, run.recipe, run.model, &state, run.optimizer.get());
+        write_checkpoint_files(staging, run.config, run.recipe, run.sampling, run.model, &state, run.optimizer.get());
       });
       if (attempt > 0) log(run, sink, what + " saved after all; training goes on");
       emit(run, sink, CheckpointSaved{state.step, saved});

@@ -28,7 +28,7 @@ fs::path save_tiny(const fs::path& folder) {
   at::manual_seed(1);
   stx::models::SparseTransformer model(stx::test::tiny_text_config());
   fs::create_directories(folder);
-  stx::engine::write_checkpoint_files(folder, model->config(), {{"steps", 10}}, model, nullptr, nullptr);
+  stx::engine::write_checkpoint_files(folder, model->config(), {{"steps", 10}}, {}, model, nullptr, nullptr);
   return folder;
 }
 

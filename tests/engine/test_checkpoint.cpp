@@ -24,7 +24,7 @@ fs::path save_tiny(const fs::path& folder, bool fp16 = false) {
   at::manual_seed(1);
   stx::models::SparseTransformer model(stx::test::tiny_text_config());
   fs::create_directories(folder);
-  write_checkpoint_files(folder, model->config(), {{"steps", 10}}, model, nullptr, nullptr, fp16);
+  write_checkpoint_files(folder, model->config(), {{"steps", 10}}, {}, model, nullptr, nullptr, fp16);
   return folder;
 }
 
@@ -205,6 +205,56 @@ TEST(Checkpoint, BadFieldsAreNamedNotConverted) {
     ADD_FAILURE() << "a latest.json naming no checkpoint was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'latest' must name a checkpoint"), std::string::npos) << e.what();
+  }
+}
+
+// A model's own sampling defaults travel in config.json ("sampling"), only the fields that differ from the
+// plain defaults, and come back as they were; a model without them samples at the plain defaults.
+TEST(Checkpoint, SamplingDefaultsRoundTripAndOnlyTheChangedFieldsAreWritten) {
+  stx::test::TempFolder tmp;
+  EXPECT_EQ(load_checkpoint(save_tiny(tmp / "plain")).sampling.temperature, 1.0);
+  at::manual_seed(1);
+  stx::models::SparseTransformer model(stx::test::tiny_text_config());
+  fs::create_directories(tmp / "m");
+  SamplingSettings chosen;
+  chosen.temperature = 1.05;
+  chosen.min_p = 0.02;
+  write_checkpoint_files(tmp / "m", model->config(), {}, chosen, model, nullptr, nullptr);
+  const std::vector<uint8_t> bytes = read_file(tmp / "m" / "config.json", 1 << 20);
+  const nlohmann::json written = nlohmann::json::parse(bytes.begin(), bytes.end());
+  EXPECT_EQ(written["sampling"], (nlohmann::json{{"temperature", 1.05}, {"min_p", 0.02}}));
+  const ModelBundle loaded = load_checkpoint(tmp / "m");
+  EXPECT_EQ(loaded.sampling.temperature, 1.05);
+  EXPECT_EQ(loaded.sampling.min_p, 0.02);
+  EXPECT_EQ(loaded.sampling.top_k, 0);
+  EXPECT_EQ(loaded.sampling.top_p, 1.0);
+  EXPECT_EQ(read_checkpoint_info(tmp / "m").sampling.temperature, 1.05);
+}
+
+// config.json is untrusted: a sampling block of the wrong shape, type or range is refused by name, with
+// the file, before any weights are read.
+TEST(Checkpoint, BadSamplingDefaultsAreNamedWithTheFile) {
+  stx::test::TempFolder tmp;
+  const fs::path folder = save_tiny(tmp / "m");
+  const std::vector<uint8_t> bytes = read_file(folder / "config.json", 1 << 20);
+  const nlohmann::json good = nlohmann::json::parse(bytes.begin(), bytes.end());
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {"warm", "sampling must be an object"},
+      {{{"temperature", "hot"}}, "sampling.temperature must be a number, got \"hot\""},
+      {{{"temperature", -1}}, "temperature must be in [0, 100]"},
+      {{{"top_k", 3.5}}, "sampling.top_k must be a whole number in 0..256, got 3.5"},
+      {{{"top_k", 300}}, "sampling.top_k must be a whole number in 0..256"},
+      {{{"top_p", 0}}, "top-p must be in (0, 1]"},
+      {{{"min_p", 1}}, "min-p must be in [0, 1)"},
+      {{{"temprature", 1.1}}, "sampling.temprature is not a sampling setting"},
+  };
+  for (const auto& [sampling, needle] : cases) {
+    nlohmann::json edited = good;
+    edited["sampling"] = sampling;
+    write_file_atomic(folder / "config.json", edited.dump());
+    expect_error(folder, needle);
+    expect_error(folder, "config.json");
+    EXPECT_THROW(read_checkpoint_info(folder), Error);
   }
 }
 

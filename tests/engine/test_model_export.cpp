@@ -37,7 +37,7 @@ fs::path save_trained(const fs::path& folder, uint64_t seed) {
   state.best_bits_per_byte = 2.0;
   state.best_step = 40;
   fs::create_directories(folder);
-  write_checkpoint_files(folder, model->config(), {{"steps", 42}, {"data", "/corpus"}}, model, &state, nullptr);
+  write_checkpoint_files(folder, model->config(), {{"steps", 42}, {"data", "/corpus"}}, {}, model, &state, nullptr);
   return folder;
 }
 
@@ -100,6 +100,22 @@ TEST(ExportModel, AFailedWriteNamesTheDestination) {
   EXPECT_EQ(message.find(".tmp-"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(out));
   for (const auto& entry : fs::directory_iterator(tmp / "shared")) ADD_FAILURE() << "left behind: " << entry.path();
+}
+
+// An export keeps the source's sampling defaults unless given new ones; bad new ones write nothing.
+TEST(ExportModel, KeepsOrSetsTheSamplingDefaults) {
+  stx::test::TempFolder tmp;
+  save_trained(tmp / "a", 3);
+  SamplingSettings chosen;
+  chosen.temperature = 1.05;
+  export_model(tmp / "a", tmp / "tuned", false, false, chosen);
+  EXPECT_EQ(load_checkpoint(tmp / "tuned").sampling.temperature, 1.05);
+  export_model(tmp / "tuned", tmp / "again", false, false);
+  EXPECT_EQ(load_checkpoint(tmp / "again").sampling.temperature, 1.05);
+  chosen.min_p = 1.5;
+  EXPECT_NE(error_of([&] { export_model(tmp / "a", tmp / "bad", false, false, chosen); }).find("min-p"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(tmp / "bad"));
 }
 
 TEST(ExportModel, AnExistingFolderIsKeptUnlessReplacingAModel) {

@@ -36,7 +36,7 @@ class ModelSession : public ::testing::Test {
     const fs::path folder = root_ / config.name;
     fs::create_directories(folder);
     stx::models::SparseTransformer model(config);
-    write_checkpoint_files(folder, config, nlohmann::json{{"steps", 40}}, model, nullptr, nullptr);
+    write_checkpoint_files(folder, config, nlohmann::json{{"steps", 40}}, {}, model, nullptr, nullptr);
     return folder;
   }
 

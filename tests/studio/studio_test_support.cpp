@@ -15,12 +15,15 @@
 
 namespace stx::studio::test {
 
-QString make_tiny_model(const QString& folder, const QString& kind) {
+QString make_tiny_model(const QString& folder, const QString& kind, double temperature, double min_p) {
   models::ModelConfig c = stx::test::tiny_model_config(models::parse_data_kind(kind.toStdString()));
   if (c.kind == models::DataKind::text) c.context = 128;
   QDir().mkpath(folder);
   models::SparseTransformer model(c);
-  engine::write_checkpoint_files(folder.toStdString(), c, nlohmann::json::object(), model, nullptr, nullptr);
+  engine::SamplingSettings sampling;
+  sampling.temperature = temperature;
+  sampling.min_p = min_p;
+  engine::write_checkpoint_files(folder.toStdString(), c, nlohmann::json::object(), sampling, model, nullptr, nullptr);
   return folder;
 }
 

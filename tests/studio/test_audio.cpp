@@ -124,7 +124,7 @@ class AudioTabTest : public QObject {
     auto tab = openTab();
     QVERIFY(tab);
     tab->durationBox()->setValue(0.02);  // 240 bytes: within the context of 256
-    tab->sampling()->setSampleCount(2);
+    tab->samplingControls()->setSampleCount(2);
     QCOMPARE(tab->generationLength(), 240);
 
     // Every SampleBytes event must already be in the view when the next event arrives.
@@ -160,18 +160,18 @@ class AudioTabTest : public QObject {
     auto tab = openTab();
     QVERIFY(tab);
     tab->durationBox()->setValue(0.01);
-    tab->sampling()->randomSeedBox()->setChecked(true);
+    tab->samplingControls()->randomSeedBox()->setChecked(true);
     EngineWorker* worker = tab->findChild<EngineHost*>()->worker();
     uint64_t used = 0;
     connect(worker, &EngineWorker::sampleFinished, this,
             [&](const stx::engine::SampleResult& r) { used = r.seed; });
     QVERIFY(generateAndWait(*tab));
-    QCOMPARE(tab->sampling()->seedEdit()->text(), QString::number(static_cast<qulonglong>(used)));
+    QCOMPARE(tab->samplingControls()->seedEdit()->text(), QString::number(static_cast<qulonglong>(used)));
     QCOMPARE(*tab->lastSeed(), used);
 
     // The shown seed, reused, gives the same audio.
     const std::vector<Bytes> first = tab->results();
-    tab->sampling()->randomSeedBox()->setChecked(false);
+    tab->samplingControls()->randomSeedBox()->setChecked(false);
     QVERIFY(generateAndWait(*tab));
     QCOMPARE(*tab->lastSeed(), used);
     QVERIFY(tab->results() == first);
@@ -191,7 +191,7 @@ class AudioTabTest : public QObject {
     auto tab = openTab();
     QVERIFY(tab);
     tab->durationBox()->setValue(1.0);
-    tab->sampling()->setSampleCount(8);
+    tab->samplingControls()->setSampleCount(8);
     // Stop pressed at once (the tiny model would finish 8 x 256 bytes in milliseconds otherwise): the job
     // stops at its first step and keeps what it made.
     tab->generate();
@@ -207,7 +207,7 @@ class AudioTabTest : public QObject {
     QVERIFY(tab->waveform()->lanes() == tab->results());
     // The engine is free again: the next run works.
     tab->durationBox()->setValue(0.005);
-    tab->sampling()->setSampleCount(1);
+    tab->samplingControls()->setSampleCount(1);
     QVERIFY(generateAndWait(*tab));
     QCOMPARE(tab->results().front().size(), size_t(60));
   }
@@ -234,7 +234,7 @@ class AudioTabTest : public QObject {
     QVERIFY(tab->waveform()->laneBytes(0) == prompt);
 
     tab->durationBox()->setValue(0.01);
-    tab->sampling()->setSampleCount(3);
+    tab->samplingControls()->setSampleCount(3);
     QCOMPARE(tab->generationLength(), 180);
     QVERIFY(generateAndWait(*tab));
     QCOMPARE(tab->results().size(), size_t(3));
@@ -274,7 +274,7 @@ class AudioTabTest : public QObject {
     QVERIFY(tab);
     QVERIFY(!tab->canExport());
     tab->durationBox()->setValue(0.02);
-    tab->sampling()->setSampleCount(2);
+    tab->samplingControls()->setSampleCount(2);
     QVERIFY(generateAndWait(*tab));
 
     for (int rate : stx::engine::kWavOutputRates) {
@@ -531,7 +531,7 @@ class AudioTabTest : public QObject {
     QVERIFY(tab);
     tab->durationBox()->setValue(1.0);
     tab->liveAttentionBox()->setChecked(false);
-    tab->sampling()->setSampleCount(2);
+    tab->samplingControls()->setSampleCount(2);
     tab->resize(1100, 700);
     tab->show();
     QVERIFY(generateAndWait(*tab));
@@ -570,7 +570,7 @@ class AudioTabTest : public QObject {
       auto tab = openTab();
       QVERIFY(tab);
       tab->durationBox()->setValue(3.25);
-      tab->sampling()->temperatureBox()->setValue(0.8);
+      tab->samplingControls()->temperatureBox()->setValue(0.8);
       tab->outputRateBox()->setCurrentIndex(tab->outputRateBox()->findData(44100));
       pick(tab->headBox(), 1);
       QSettings settings(file, QSettings::IniFormat);
@@ -580,10 +580,48 @@ class AudioTabTest : public QObject {
     QSettings settings(file, QSettings::IniFormat);
     tab.restoreSettings(settings);
     QCOMPARE(tab.durationBox()->value(), 3.25);
-    QCOMPARE(tab.sampling()->temperatureBox()->value(), 0.8);
+    QCOMPARE(tab.samplingControls()->temperatureBox()->value(), 0.8);
     QCOMPARE(tab.outputRateBox()->currentData().toInt(), 44100);
     QVERIFY(wait_until([&] { return tab.modelReady(); }));  // the saved model is opened again
     QCOMPARE(tab.headBox()->currentData().toInt(), 1);
+  }
+
+  // A model's own sampling defaults fill the controls when it opens, and are what Generate draws with; a
+  // setting the user changes afterwards is kept when the same model opens again (a restart), replaced when
+  // another model opens, and "Model defaults" brings the model's back.
+  void aModelsSamplingDefaultsFillTheControls() {
+    const QString tuned = make_tiny_model(dir_.filePath("tuned-audio"), "audio", 1.05, 0.02);
+    auto tab = openTab();
+    QVERIFY(tab);
+    SamplingControls* sampling = tab->samplingControls();
+    QCOMPARE(sampling->temperatureBox()->value(), 1.0);
+    tab->useModel(tuned);
+    QVERIFY(wait_until([&] { return tab->modelReady() && tab->model()->folder == tuned.toStdString() && !tab->busy(); }));
+    QCOMPARE(sampling->temperatureBox()->value(), 1.05);
+    QCOMPARE(sampling->minPBox()->value(), 0.02);
+    QCOMPARE(sampling->settings().min_p, 0.02);
+
+    sampling->temperatureBox()->setValue(1.2);
+    const QString file = dir_.filePath("sampling-defaults.ini");
+    {
+      QSettings settings(file, QSettings::IniFormat);
+      tab->saveSettings(settings);
+    }
+    AudioTab again(&context_);
+    {
+      QSettings settings(file, QSettings::IniFormat);
+      again.restoreSettings(settings);
+    }
+    QVERIFY(wait_until([&] { return again.modelReady() && !again.busy(); }));
+    QCOMPARE(again.samplingControls()->temperatureBox()->value(), 1.2);  // the user's, kept
+    again.samplingControls()->modelDefaultsButton()->click();
+    QCOMPARE(again.samplingControls()->temperatureBox()->value(), 1.05);
+
+    tab->useModel(model_);
+    QVERIFY(wait_until([&] { return tab->modelReady() && tab->model()->folder == model_.toStdString() && !tab->busy(); }));
+    QCOMPARE(sampling->temperatureBox()->value(), 1.0);
+    QCOMPARE(sampling->minPBox()->value(), 0.0);
+    QVERIFY2(errors_.isEmpty(), qPrintable(errors_.join('\n')));
   }
 
   // A new tab with no model yet: Generate and playback are off.
@@ -608,7 +646,7 @@ class AudioTabTest : public QObject {
     QVERIFY(wait_until([&] { return !tab->clipLoading(); }));
     tab->promptKeepBox()->setValue(0.006);
     tab->durationBox()->setValue(1.0);
-    tab->sampling()->setSampleCount(3);
+    tab->samplingControls()->setSampleCount(3);
     tab->resize(1280, 760);
     tab->show();
     QVERIFY(generateAndWait(*tab));

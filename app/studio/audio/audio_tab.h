@@ -64,7 +64,7 @@ class AudioTab : public GenerationTab {
 
   WaveformView* waveform() const { return waveform_; }
   AudioPlayer* player() const;
-  SamplingControls* sampling() const { return sampling_; }
+  SamplingControls* samplingControls() const override { return sampling_; }
   JobProgress* progress() const { return progress_; }
   QPushButton* generateButton() const { return generate_; }
   QPushButton* playButton() const;

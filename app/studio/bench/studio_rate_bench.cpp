@@ -81,7 +81,7 @@ QCheckBox* prepare_tab(StudioTab* tab, const std::string& kind, const Options& o
   if (auto* audio = qobject_cast<stx::studio::AudioTab*>(tab)) {
     audio->durationBox()->setValue(o.audio_seconds);
     live = audio->liveAttentionBox();
-    sampling = audio->sampling();
+    sampling = audio->samplingControls();
   } else if (auto* text = qobject_cast<stx::studio::TextTab*>(tab)) {
     text->bytesToGenerateBox()->setValue(o.text_bytes);
     live = text->liveAttentionBox();

@@ -9,6 +9,7 @@
 #include "core/engine_host.h"
 #include "core/model_picker.h"
 #include "core/model_text.h"
+#include "core/sampling_controls.h"
 #include "core/studio_context.h"
 
 namespace stx::studio {
@@ -85,6 +86,7 @@ void GenerationTab::onModelOpened(const stx::engine::ModelSummary& summary) {
   }
   model_ = summary;
   picker_->showSummary(summary_line(summary));
+  samplingControls()->modelOpened(QString::fromStdString(summary.folder.string()), summary.sampling);
   modelOpened(summary);
 }
 

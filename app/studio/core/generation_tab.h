@@ -21,6 +21,7 @@ namespace stx::studio {
 
 class EngineHost;
 class ModelPicker;
+class SamplingControls;
 
 class GenerationTab : public StudioTab {
   Q_OBJECT
@@ -52,6 +53,8 @@ class GenerationTab : public StudioTab {
   virtual void openingModel(const QString& path) = 0;
   // `summary` is now model(); the picker already shows its summary line.
   virtual void modelOpened(const stx::engine::ModelSummary& summary) = 0;
+  // The tab's sampling controls: they take an opened model's sampling defaults.
+  virtual SamplingControls* samplingControls() const = 0;
   // The model opened but acceptsModel() refused it; no model is open now.
   virtual void modelRefused(const stx::engine::ModelSummary& summary) = 0;
   // The model could not be opened (`message` says why); no model is open now.

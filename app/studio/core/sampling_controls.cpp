@@ -5,6 +5,7 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QRegularExpressionValidator>
 #include <QSettings>
 #include <QSpinBox>
@@ -26,6 +27,17 @@ SamplingControls::SamplingControls(int maxSamples, QWidget* parent) : QWidget(pa
   topP_->setSingleStep(0.05);
   topP_->setValue(1.0);
   topP_->setToolTip(tr("keep the smallest set of bytes whose probability reaches p (1: all)"));
+  minP_ = new QDoubleSpinBox;
+  minP_->setRange(0.0, 0.99);
+  minP_->setDecimals(3);
+  minP_->setSingleStep(0.005);
+  minP_->setSpecialValueText(tr("off"));
+  minP_->setToolTip(tr("leave out bytes less likely than this times the most likely one (off: none); for audio, "
+                       "a floor under the hiss a 256-way distribution spreads over every level"));
+  modelDefaults_ = new QPushButton(tr("Model defaults"));
+  modelDefaults_->setToolTip(tr("temperature, top-k, top-p and min-p as the open model's config.json sets them "
+                                "(the plain defaults where it sets none)"));
+  connect(modelDefaults_, &QPushButton::clicked, this, [this] { apply(modelDefaultSettings_); });
   seed_ = new QLineEdit(QStringLiteral("1"));
   seed_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,20}")), seed_));
   randomSeed_ = new QCheckBox(tr("random"));
@@ -46,6 +58,8 @@ SamplingControls::SamplingControls(int maxSamples, QWidget* parent) : QWidget(pa
   form->addRow(tr("Temperature"), temperature_);
   form->addRow(tr("Top-k"), topK_);
   form->addRow(tr("Top-p"), topP_);
+  form->addRow(tr("Min-p"), minP_);
+  form->addRow(QString(), modelDefaults_);
   form->addRow(tr("Seed"), seedRow);
   form->addRow(tr("Samples"), count_);
 }
@@ -55,6 +69,7 @@ stx::engine::SamplingSettings SamplingControls::settings() const {
   s.temperature = temperature_->value();
   s.top_k = topK_->value();
   s.top_p = topP_->value();
+  s.min_p = minP_->value();
   return s;
 }
 
@@ -68,12 +83,28 @@ std::optional<uint64_t> SamplingControls::seed() const {
 int SamplingControls::sampleCount() const { return count_->value(); }
 void SamplingControls::setSampleCount(int count) { count_->setValue(count); }
 
+void SamplingControls::apply(const stx::engine::SamplingSettings& settings) {
+  temperature_->setValue(settings.temperature);
+  topK_->setValue(settings.top_k);
+  topP_->setValue(settings.top_p);
+  minP_->setValue(settings.min_p);
+}
+
+void SamplingControls::modelOpened(const QString& folder, const stx::engine::SamplingSettings& defaults) {
+  modelDefaultSettings_ = defaults;
+  if (folder == defaultsFrom_) return;
+  defaultsFrom_ = folder;
+  apply(defaults);
+}
+
 void SamplingControls::showSeedUsed(uint64_t seed) { seed_->setText(QString::number(static_cast<qulonglong>(seed))); }
 
 void SamplingControls::restore(QSettings& settings) {
   temperature_->setValue(settings.value(QStringLiteral("temperature"), temperature_->value()).toDouble());
   topK_->setValue(settings.value(QStringLiteral("topK"), topK_->value()).toInt());
   topP_->setValue(settings.value(QStringLiteral("topP"), topP_->value()).toDouble());
+  minP_->setValue(settings.value(QStringLiteral("minP"), minP_->value()).toDouble());
+  defaultsFrom_ = settings.value(QStringLiteral("defaultsFrom"), defaultsFrom_).toString();
   seed_->setText(settings.value(QStringLiteral("seed"), seed_->text()).toString());
   randomSeed_->setChecked(settings.value(QStringLiteral("randomSeed"), randomSeed_->isChecked()).toBool());
   count_->setValue(settings.value(QStringLiteral("samples"), count_->value()).toInt());
@@ -83,6 +114,8 @@ void SamplingControls::save(QSettings& settings) const {
   settings.setValue(QStringLiteral("temperature"), temperature_->value());
   settings.setValue(QStringLiteral("topK"), topK_->value());
   settings.setValue(QStringLiteral("topP"), topP_->value());
+  settings.setValue(QStringLiteral("minP"), minP_->value());
+  settings.setValue(QStringLiteral("defaultsFrom"), defaultsFrom_);
   settings.setValue(QStringLiteral("seed"), seed_->text());
   settings.setValue(QStringLiteral("randomSeed"), randomSeed_->isChecked());
   settings.setValue(QStringLiteral("samples"), count_->value());

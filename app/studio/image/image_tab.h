@@ -57,7 +57,7 @@ class ImageTab : public GenerationTab {
   const Bytes& promptImage() const { return promptImage_; }
 
   ImageCanvas* canvas() const { return canvas_; }
-  SamplingControls* samplingControls() const { return sampling_; }
+  SamplingControls* samplingControls() const override { return sampling_; }
   JobProgress* progress() const { return progress_; }
   ImageControls* controls() const { return controls_; }
   QPushButton* generateButton() const { return generate_; }

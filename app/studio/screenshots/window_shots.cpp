@@ -97,7 +97,7 @@ QString shoot_audio_tab(MainWindow& window, const QString& model) {
   if (QString problem = open_model(window, QStringLiteral("audio"), model); !problem.isEmpty())
     return problem;
   auto* tab = static_cast<AudioTab*>(window.tab(QStringLiteral("audio")));
-  fix_seed(tab->sampling(), 2);
+  fix_seed(tab->samplingControls(), 2);
   tab->durationBox()->setValue(1.0);
   return generate(window, tab, tab->generateButton());
 }

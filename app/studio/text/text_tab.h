@@ -57,7 +57,7 @@ class TextTab : public GenerationTab {
   bool generating() const { return generating_; }
 
   QPlainTextEdit* promptEditor() const { return prompt_; }
-  SamplingControls* samplingControls() const { return side_->samplingControls(); }
+  SamplingControls* samplingControls() const override { return side_->samplingControls(); }
   QSpinBox* bytesToGenerateBox() const { return side_->bytesToGenerateBox(); }
   QLabel* contextNote() const { return side_->contextNote(); }
   QLineEdit* stopStringEdit() const { return side_->stopStringEdit(); }

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "stx/engine/sample_request.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
 
@@ -46,6 +47,7 @@ struct ModelBundle {
   nlohmann::json training;        // the recipe that trained it (may be empty for hand-made models)
   models::SparseTransformer model{nullptr};
   std::optional<TrainState> state;  // present when the folder holds train_state.json
+  SamplingSettings sampling;      // config.json's "sampling": where `stx sample` and the studio start
   std::string weights_hash;       // FNV-1a 64 of model.safetensors, hex: identifies the model in exports
 };
 
@@ -59,7 +61,16 @@ struct CheckpointInfo {
   models::ModelConfig config;
   nlohmann::json training;
   std::optional<TrainState> state;
+  SamplingSettings sampling;
 };
+
+// config.json's optional "sampling" object: the settings this model samples best at, chosen by measuring
+// its samples (docs/model-quality.md), which `stx sample`, `stx-bench quality` and the studio start from
+// unless told otherwise. Absent fields keep the plain defaults. sampling_from_json throws Error naming the
+// field (unknown names, wrong types and out-of-range values alike); sampling_to_json writes only the
+// fields that differ from the plain defaults.
+SamplingSettings sampling_from_json(const nlohmann::json& j);
+nlohmann::json sampling_to_json(const SamplingSettings& settings);
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& folder);
 
 // The ModelBundle::weights_hash of a checkpoint folder, read in chunks (no model is built, nothing of the
@@ -82,17 +93,18 @@ void load_optimizer_state(const std::filesystem::path& folder, models::SparseTra
 // `state` and `optimizer`, the training state too; with `state` alone, only train_state.json (the record of
 // the training, as in an exported model); fp16_weights halves model.safetensors.
 void write_checkpoint_files(const std::filesystem::path& folder, const models::ModelConfig& config,
-                            const nlohmann::json& training, models::SparseTransformer& model,
-                            const TrainState* state, const torch::optim::AdamW* optimizer,
-                            bool fp16_weights = false);
+                            const nlohmann::json& training, const SamplingSettings& sampling,
+                            models::SparseTransformer& model, const TrainState* state,
+                            const torch::optim::AdamW* optimizer, bool fp16_weights = false);
 
 // Exports the model of `source` (a checkpoint or run folder, resolved as above) as a new model folder
 // `target`, to share or to bundle: config.json with its training recipe, model.safetensors (fp16 when asked)
 // and train_state.json (steps, wall time, validation bits/byte; no optimiser state: it can be fine-tuned with
 // init_from, not resumed). Built beside `target` and committed by one rename. An existing `target` is an
-// Error unless `replace`; then the old folder is moved aside, and restored if the commit fails.
+// Error unless `replace`; then the old folder is moved aside, and restored if the commit fails. `sampling`
+// replaces the source's sampling defaults (checked first); none keeps them.
 void export_model(const std::filesystem::path& source, const std::filesystem::path& target, bool fp16_weights,
-                  bool replace);
+                  bool replace, const std::optional<SamplingSettings>& sampling = std::nullopt);
 
 // A training run's folder: checkpoints/step-NNNNNNNN/ plus latest.json.
 class RunFolder {

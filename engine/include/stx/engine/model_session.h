@@ -42,6 +42,7 @@ struct ModelSummary {
   // held-out byte, e.g. by `stx-bench quality`), else the latest validation during training.
   std::optional<double> bits_per_byte;
   bool bits_per_byte_held_out = false;  // bits_per_byte came from held_out.json
+  SamplingSettings sampling;     // config.json's "sampling": the settings a front end starts from
   std::string card;              // the text of MODEL_CARD.md beside config.json, when there is one
   std::string weights_hash;      // identifies the weights in exports; set by LoadedModel::open only
 };
