@@ -46,11 +46,11 @@ std::string describe_expert(const engine::LinearExpertConfig& e) {
 }
 
 std::string describe_data(const engine::ModelConfig& c) {
-  if (c.kind == engine::ModelDataKind::image) {
+  if (c.kind == engine::DataKind::image) {
     return "image " + std::to_string(c.image_height) + "x" + std::to_string(c.image_width) + "x" +
            std::to_string(c.image_channels);
   }
-  return c.kind == engine::ModelDataKind::audio ? "audio (12 kHz mu-law)" : "text (bytes)";
+  return c.kind == engine::DataKind::audio ? "audio (12 kHz mu-law)" : "text (bytes)";
 }
 
 }  // namespace
@@ -121,7 +121,7 @@ int run_eval_command(const EvalOptions& o) {
   if (o.split != "train") bytes.insert(bytes.end(), data.validation.begin(), data.validation.end());
   const auto start = std::chrono::steady_clock::now();
   if (o.sliding && o.windows > 0) throw UsageError("--sliding scores every byte: drop --windows");
-  if (o.sliding && c.kind == engine::ModelDataKind::image) {
+  if (o.sliding && c.kind == engine::DataKind::image) {
     throw UsageError("--sliding is for text and audio: an image model scores each image on its own");
   }
   const engine::EvaluationResult r =

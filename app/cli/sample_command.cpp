@@ -49,12 +49,12 @@ void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
 
 std::string file_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
-std::string a_model(engine::ModelDataKind kind) {
-  return std::string(kind == engine::ModelDataKind::image || kind == engine::ModelDataKind::audio ? "an " : "a ") +
+std::string a_model(engine::DataKind kind) {
+  return std::string(kind == engine::DataKind::image || kind == engine::DataKind::audio ? "an " : "a ") +
          engine::to_string(kind) + " model";
 }
 
-void require_kind(const engine::ModelBundle& m, engine::ModelDataKind want, const std::string& task) {
+void require_kind(const engine::ModelBundle& m, engine::DataKind want, const std::string& task) {
   if (m.config.kind == want) return;
   throw UsageError("the model in " + m.folder.string() + " is " + a_model(m.config.kind) + "; `stx sample " + task +
                    "` needs " + a_model(want));
@@ -121,7 +121,7 @@ engine::SampleRequest checked_request(const SampleCommandOptions& o) {
 void prepare_image(const SampleCommandOptions& o, const engine::ModelBundle& bundle, engine::SampleRequest& request,
                    SampleOrigin& origin) {
   const engine::ModelConfig& c = bundle.config;
-  require_kind(bundle, engine::ModelDataKind::image, "image");
+  require_kind(bundle, engine::DataKind::image, "image");
   request.length = c.context;
   const int64_t row_bytes = c.image_width * c.image_channels;
   if (o.keep_rows >= 0 && o.prompt.empty()) throw UsageError("--keep-rows needs --prompt IMAGE");
@@ -141,7 +141,7 @@ void prepare_image(const SampleCommandOptions& o, const engine::ModelBundle& bun
 void prepare_audio(const SampleCommandOptions& o, const engine::ModelBundle& bundle, engine::SampleRequest& request,
                    SampleOrigin& origin) {
   const engine::ModelConfig& c = bundle.config;
-  require_kind(bundle, engine::ModelDataKind::audio, "audio");
+  require_kind(bundle, engine::DataKind::audio, "audio");
   if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
     throw UsageError("--seconds must be a number of seconds above 0 (such as 4 or 2.5)");
   }
@@ -176,7 +176,7 @@ void prepare_audio(const SampleCommandOptions& o, const engine::ModelBundle& bun
 void prepare_text(const SampleCommandOptions& o, const engine::ModelBundle& bundle, engine::SampleRequest& request,
                   SampleOrigin& origin) {
   const engine::ModelConfig& c = bundle.config;
-  require_kind(bundle, engine::ModelDataKind::text, "text");
+  require_kind(bundle, engine::DataKind::text, "text");
   if (!o.prompt_file.empty()) {
     request.prompt = engine::read_file(o.prompt_file, kMaxPromptFileBytes);
   } else {

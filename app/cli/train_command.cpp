@@ -145,7 +145,7 @@ engine::TrainOptions build_options(const TrainCommandOptions& c) {
     }
   }
   if (c.context > 0) {
-    if (o.model.kind == engine::ModelDataKind::image) throw UsageError("--context of an image model is fixed by its H x W x C");
+    if (o.model.kind == engine::DataKind::image) throw UsageError("--context of an image model is fixed by its H x W x C");
     require_between("--context", c.context, 1, int64_t{1} << 22);
     o.model.context = c.context;
     try {

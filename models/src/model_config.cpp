@@ -7,19 +7,8 @@
 
 namespace stx::models {
 
-const char* to_string(DataKind kind) {
-  switch (kind) {
-    case DataKind::image: return "image";
-    case DataKind::text: return "text";
-    case DataKind::audio: return "audio";
-  }
-  return "?";
-}
-
 DataKind parse_data_kind(const std::string& name) {
-  if (name == "image") return DataKind::image;
-  if (name == "text") return DataKind::text;
-  if (name == "audio") return DataKind::audio;
+  if (const std::optional<DataKind> kind = data_kind_named(name)) return *kind;
   throw ConfigError("unknown data kind '" + name + "' (expected image, text or audio)");
 }
 

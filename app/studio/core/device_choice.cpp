@@ -32,13 +32,14 @@ DeviceChoice device_choice(const QString& device) {
 }
 
 QString describe_device(const QString& device, Job job) {
-  const CudaStatus& cuda = cuda_status();
   const DeviceChoice choice = device_choice(device);
-  if (choice == DeviceChoice::cpu) return QStringLiteral("CPU");
-  // Automatic generates on the CPU, faster than our GPU decoder (engine/device.h: resolve_generation_device).
-  if (choice == DeviceChoice::automatic && job == Job::generation) return QStringLiteral("CPU");
-  if (cuda.available) return cuda.description;
-  return choice == DeviceChoice::cuda ? QObject::tr("CUDA GPU (none found)") : QStringLiteral("CPU");
+  try {  // the engine's rule for each job (engine/device.h), so that what is shown is where it runs
+    const stx::engine::DeviceKind kind = job == Job::generation ? stx::engine::resolve_generation_device(choice)
+                                                                : stx::engine::resolve_training_device(choice);
+    return kind == stx::engine::DeviceKind::cuda ? cuda_status().description : QStringLiteral("CPU");
+  } catch (const stx::engine::Error&) {  // cuda asked for where there is none
+    return QObject::tr("CUDA GPU (none found)");
+  }
 }
 
 QString device_problem(DeviceChoice device) {

@@ -153,7 +153,7 @@ void EngineWorker::scanFolder(const QString& folder, const QString& kind, int im
       scan.skipped << QString::fromStdString(skipped.reason);
     }
     const std::vector<uint8_t>& source = data.train.empty() ? data.validation : data.train;
-    if (options.kind == engine::DataKind::Image) {
+    if (options.kind == engine::DataKind::image) {
       scan.image_height = imageHeight;
       scan.image_width = imageWidth;
       scan.image_channels = imageChannels;
@@ -162,10 +162,10 @@ void EngineWorker::scanFolder(const QString& folder, const QString& kind, int im
         scan.previews.emplace_back(source.begin() + i * record, source.begin() + (i + 1) * record);
       }
     } else {
-      const size_t take = std::min(source.size(), options.kind == engine::DataKind::Audio ? kPreviewAudioBytes
+      const size_t take = std::min(source.size(), options.kind == engine::DataKind::audio ? kPreviewAudioBytes
                                                                                           : kPreviewTextBytes);
       if (take > 0) scan.previews.emplace_back(source.begin(), source.begin() + take);
-      if (options.kind == engine::DataKind::Audio) {
+      if (options.kind == engine::DataKind::audio) {
         scan.audio_seconds = static_cast<double>(scan.total_bytes) / engine::kSampleRate;
       }
     }

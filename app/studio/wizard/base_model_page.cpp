@@ -30,7 +30,7 @@ constexpr int kAddedRole = Qt::UserRole + 2;  // added with "Other folder...", n
 QString preset_text(const stx::engine::ModelConfig& c) {
   const QLocale locale;
   QStringList parts;
-  if (c.kind == stx::engine::ModelDataKind::image) {
+  if (c.kind == stx::engine::DataKind::image) {
     parts << QObject::tr("images %1x%2x%3").arg(c.image_height).arg(c.image_width).arg(c.image_channels);
   }
   parts << QObject::tr("context %1").arg(locale.toString(static_cast<qint64>(c.context)))

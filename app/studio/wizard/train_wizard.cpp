@@ -93,7 +93,7 @@ stx::engine::TrainOptions TrainWizard::trainOptions() const {
     o.init_from = base.toStdString();
   } else {
     o.model = stx::engine::preset(field(QStringLiteral("preset")).toString().toStdString());
-    if (o.model.kind != stx::engine::ModelDataKind::image)
+    if (o.model.kind != stx::engine::DataKind::image)
       o.model.context = field(QStringLiteral("context")).toLongLong();
   }
   o.steps = field(QStringLiteral("steps")).toLongLong();

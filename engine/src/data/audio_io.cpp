@@ -225,9 +225,9 @@ std::vector<float> audio_12k_from_memory(const uint8_t* data, size_t size, const
 
 std::vector<float> load_audio_12k(const std::filesystem::path& file, const AudioLimits& limits,
                                   AudioWarnings* warnings) {
-  const uint64_t file_size = data::regular_file_size(file, limits.max_file_bytes);
-  // libsndfile reads the descriptor we opened and checked (a FIFO swapped in since is refused, not read).
-  const RegularFile opened = open_regular_file(file);
+  // libsndfile reads the descriptor we opened and checked (a FIFO is refused, not read).
+  const RegularFile opened = data::open_data_file(file, limits.max_file_bytes);
+  const uint64_t file_size = opened.size;
   if (warnings != nullptr) {
     std::vector<uint8_t> head(kWavHeadBytes);
     const size_t got = std::fread(head.data(), 1, head.size(), opened.stream.get());

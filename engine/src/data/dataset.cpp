@@ -31,9 +31,9 @@ bool has_extension(const fs::path& file, std::initializer_list<std::string_view>
 
 bool is_wanted(DataKind kind, const fs::path& file) {
   switch (kind) {
-    case DataKind::Image: return has_extension(file, {".png", ".jpg", ".jpeg", ".bmp", ".tga"});
-    case DataKind::Audio: return has_extension(file, {".wav", ".flac", ".ogg", ".oga", ".aiff", ".aif"});
-    case DataKind::Text: return true;
+    case DataKind::image: return has_extension(file, {".png", ".jpg", ".jpeg", ".bmp", ".tga"});
+    case DataKind::audio: return has_extension(file, {".wav", ".flac", ".ogg", ".oga", ".aiff", ".aif"});
+    case DataKind::text: return true;
   }
   return false;
 }
@@ -196,20 +196,20 @@ Dataset open_idx(const fs::path& path, const DatasetOptions& options, Dataset da
 std::vector<uint8_t> read_document(const fs::path& file, const DatasetOptions& options,
                                    std::vector<std::string>& warnings) {
   switch (options.kind) {
-    case DataKind::Image: return load_image_bytes(file, options.image, options.image_limits);
-    case DataKind::Audio: {
+    case DataKind::image: return load_image_bytes(file, options.image, options.image_limits);
+    case DataKind::audio: {
       AudioWarnings audio;
       std::vector<uint8_t> bytes = load_audio_mulaw(file, options.audio_limits, &audio);
       warnings.insert(warnings.end(), audio.lines.begin(), audio.lines.end());
       return bytes;
     }
-    case DataKind::Text: return data::read_file_bytes(file, options.max_text_file_bytes);
+    case DataKind::text: return data::read_file_bytes(file, options.max_text_file_bytes);
   }
   return {};
 }
 
 Dataset open_single_file(const fs::path& file, const DatasetOptions& options, Dataset dataset) {
-  if (options.kind == DataKind::Image)
+  if (options.kind == DataKind::image)
     throw Error(file.string() + ": an image dataset needs at least 2 images: give a folder of images (or a "
                 "Fashion-MNIST IDX file), not a single image");
   std::vector<uint8_t> bytes = read_document(file, options, dataset.warnings);
@@ -251,7 +251,7 @@ Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Datas
   };
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& candidate = candidates[i];
-    if (options.kind == DataKind::Text) {  // refuse before reading what could not fit anyway
+    if (options.kind == DataKind::text) {  // refuse before reading what could not fit anyway
       std::error_code ec;
       const uint64_t size = fs::file_size(candidate.file, ec);
       if (!ec) check_total(folder, total + size, options.max_total_bytes);
@@ -279,7 +279,7 @@ Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Datas
     throw Error(message);
   }
   if (split.documents() == 1) {
-    if (options.kind == DataKind::Image) {
+    if (options.kind == DataKind::image) {
       std::string message = folder.string() + ": an image dataset needs at least 2 images, and only 1 was readable";
       if (!dataset.skipped.empty()) message += skipped_summary(dataset.skipped);
       throw Error(message);
@@ -300,19 +300,8 @@ Dataset open_folder(const fs::path& folder, const DatasetOptions& options, Datas
 
 }  // namespace
 
-std::string_view to_string(DataKind kind) {
-  switch (kind) {
-    case DataKind::Image: return "image";
-    case DataKind::Text: return "text";
-    case DataKind::Audio: return "audio";
-  }
-  return "unknown";
-}
-
 DataKind parse_data_kind(std::string_view name) {
-  for (const DataKind kind : {DataKind::Image, DataKind::Text, DataKind::Audio}) {
-    if (name == to_string(kind)) return kind;
-  }
+  if (const std::optional<DataKind> kind = models::data_kind_named(name)) return *kind;
   throw Error("unknown data kind \"" + std::string(name) + "\" (expected image, text or audio)");
 }
 
@@ -323,7 +312,7 @@ Dataset open_dataset(const fs::path& path, const DatasetOptions& options) {
   }
   Dataset dataset;
   dataset.kind = options.kind;
-  if (options.kind == DataKind::Image) {
+  if (options.kind == DataKind::image) {
     data::check_image_shape(options.image, options.image_limits, path.string());
     dataset.record_bytes = static_cast<size_t>(options.image.height) *
                            static_cast<size_t>(options.image.width) *
@@ -335,13 +324,13 @@ Dataset open_dataset(const fs::path& path, const DatasetOptions& options) {
   if (status.type() == fs::file_type::not_found) throw Error(path.string() + ": no such file or folder");
   if (ec) throw Error(path.string() + ": cannot access (" + ec.message() + ")");
   if (fs::is_directory(status)) {
-    if (options.kind == DataKind::Image && fs::is_regular_file(path / kFashionTrain, ec)) {
+    if (options.kind == DataKind::image && fs::is_regular_file(path / kFashionTrain, ec)) {
       return open_idx(path, options, std::move(dataset));
     }
     return open_folder(path, options, std::move(dataset));
   }
   if (!fs::is_regular_file(status)) throw Error(path.string() + ": neither a folder nor a regular file");
-  if (options.kind == DataKind::Image && data::is_idx_images_name(path)) {
+  if (options.kind == DataKind::image && data::is_idx_images_name(path)) {
     return open_idx(path, options, std::move(dataset));
   }
   return open_single_file(path, options, std::move(dataset));

@@ -11,24 +11,25 @@
 
 namespace stx::engine::data {
 
-uint64_t regular_file_size(const std::filesystem::path& file, uint64_t max_bytes) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(file, ec);
-  if (ec || !std::filesystem::exists(status)) throw Error(file.string() + ": no such file");
-  if (!std::filesystem::is_regular_file(status)) throw Error(file.string() + ": not a regular file");
-  const uint64_t size = std::filesystem::file_size(file, ec);
-  if (ec) throw Error(file.string() + ": cannot read its size (" + ec.message() + ")");
-  if (size > max_bytes) {
-    throw Error(file.string() + ": " + std::to_string(size) + " bytes is over the limit of " +
+RegularFile open_data_file(const std::filesystem::path& file, uint64_t max_bytes) {
+  RegularFile opened;
+  try {
+    opened = open_regular_file(file);  // the kind and the size come from the opened descriptor
+  } catch (const Error&) {
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec))) throw Error(file.string() + ": no such file");
+    throw;
+  }
+  if (opened.size > max_bytes) {
+    throw Error(file.string() + ": " + std::to_string(opened.size) + " bytes is over the limit of " +
                 std::to_string(max_bytes) + " bytes");
   }
-  return size;
+  return opened;
 }
 
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& file, uint64_t max_bytes) {
-  const uint64_t expected = regular_file_size(file, max_bytes);
-  // Checked again on the opened descriptor: a FIFO swapped in since the check above is refused, not read.
-  const RegularFile opened = open_regular_file(file);
+  const RegularFile opened = open_data_file(file, max_bytes);
+  const uint64_t expected = opened.size;
   FILE* stream = opened.stream.get();
 
   // Read in chunks up to the limit rather than trusting the size: the file may change while we read it.

@@ -5,12 +5,15 @@
 #include <filesystem>
 #include <vector>
 
+#include "stx/engine/atomic_file.h"
+
 namespace stx::engine::data {
 
 // Throws Error naming the file if it is missing, not a regular file, larger than max_bytes or unreadable.
 std::vector<uint8_t> read_file_bytes(const std::filesystem::path& file, uint64_t max_bytes);
 
-// The size of a regular file; throws Error naming it if it is missing, not a regular file or over max_bytes.
-uint64_t regular_file_size(const std::filesystem::path& file, uint64_t max_bytes);
+// `file` open for reading, checked once from its descriptor (atomic_file.h: open_regular_file): throws Error
+// naming it if it is missing, not a regular file (a FIFO is refused before any read) or over max_bytes.
+RegularFile open_data_file(const std::filesystem::path& file, uint64_t max_bytes);
 
 }  // namespace stx::engine::data

@@ -14,7 +14,7 @@ constexpr uint32_t kMagic = 0x00000803;
 
 DatasetOptions image_options(ImageShape shape, double fraction = 0.2) {
   DatasetOptions options;
-  options.kind = DataKind::Image;
+  options.kind = DataKind::image;
   options.image = shape;
   options.validation_fraction = fraction;
   return options;

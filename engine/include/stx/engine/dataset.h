@@ -3,7 +3,7 @@
 // validation, ready for crops (crops.h).
 //
 //   DatasetOptions options;
-//   options.kind = DataKind::Image;
+//   options.kind = DataKind::image;
 //   options.image = {32, 32, 3};
 //   Dataset data = open_dataset("/data/cats", options);   // throws Error naming the folder and the reason
 //   for (const SkippedFile& s : data.skipped) log(s.reason);
@@ -17,11 +17,12 @@
 
 #include "stx/engine/audio_io.h"
 #include "stx/engine/image_io.h"
+#include "stx/models/data_kind.h"
 
 namespace stx::engine {
 
-enum class DataKind { Image, Text, Audio };
-std::string_view to_string(DataKind kind);        // "image", "text", "audio"
+// The model's data kind (stx/models/data_kind.h: image, text, audio), which decides the files a dataset reads.
+using models::DataKind;
 DataKind parse_data_kind(std::string_view name);  // throws Error on an unknown name
 
 struct SkippedFile {
@@ -30,7 +31,7 @@ struct SkippedFile {
 };
 
 struct Dataset {
-  DataKind kind = DataKind::Text;
+  DataKind kind = DataKind::text;
   size_t record_bytes = 1;                 // crops start at multiples of this: H*W*C for images, 1 otherwise
   std::vector<uint8_t> train, validation;  // each split's documents concatenated in name order
   std::vector<std::string> train_files, validation_files;  // relative names, for the user
@@ -39,7 +40,7 @@ struct Dataset {
 };
 
 struct DatasetOptions {
-  DataKind kind = DataKind::Text;
+  DataKind kind = DataKind::text;
   ImageShape image;                   // images only: the model's H, W, C
   double validation_fraction = 0.05;  // in (0, 1)
   uint64_t max_text_file_bytes = 1ull << 30;

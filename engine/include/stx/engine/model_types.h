@@ -8,8 +8,7 @@
 namespace stx::engine {
 
 using models::ConfigError;
-// A model's data kind (image, text, audio). The datasets have their own, engine::DataKind (dataset.h).
-using ModelDataKind = models::DataKind;
+using models::DataKind;
 using models::LinearExpertConfig;
 using models::ModelConfig;
 using models::Precision;

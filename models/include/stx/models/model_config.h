@@ -16,6 +16,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "stx/models/data_kind.h"
 #include "stx/kernels/pattern.h"
 #include "stx/models/linear_predictor.h"
 
@@ -27,8 +28,6 @@ class ConfigError : public std::runtime_error {
   explicit ConfigError(const std::string& message) : std::runtime_error(message) {}
 };
 
-enum class DataKind { image, text, audio };
-const char* to_string(DataKind kind);
 DataKind parse_data_kind(const std::string& name);  // "image" | "text" | "audio"; ConfigError otherwise
 
 // Activation precision; weights are always fp32. On CUDA, bf16 or fp16 autocast. On the CPU, bf16 autocast
