@@ -107,16 +107,13 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
     throw std::logic_error("stx-bench sample: the float16 model's matrices were not kept as halves");
   }
   stx::models::skip_to_for_timing(*network, position);
-  std::unique_ptr<models::TokenDecoder> wrapped;
-  if (model->config().expert.enabled()) {
+  // The model's inputs from its history (amplitudes, the expert) as generation decodes them.
+  const std::unique_ptr<models::TokenDecoder> wrapped = models::with_history_inputs(model, std::move(network));
+  if (auto* expert = dynamic_cast<models::ExpertDecoder*>(wrapped.get())) {
     // Each predictor reads a tone first, so that every timed step pays for fits over a whole window.
-    auto expert = std::make_unique<models::ExpertDecoder>(model, std::move(network));
     std::vector<uint8_t> tone(static_cast<size_t>(2 * model->config().expert.window));
     for (size_t i = 0; i < tone.size(); ++i) tone[i] = static_cast<uint8_t>(128 + 60 * std::sin(0.05 * static_cast<double>(i)));
     models::warm_for_timing(*expert, tone.data(), static_cast<int64_t>(tone.size()));
-    wrapped = std::move(expert);
-  } else {
-    wrapped = std::move(network);
   }
   models::TokenDecoder& decoder = *wrapped;
   // A prompt: chunks of positions every sample shares (steps_per_s counts positions); else single steps.

@@ -121,10 +121,6 @@ IncrementalDecoder::Impl::Impl(SparseTransformer& model, int64_t batch, int64_t 
   const int64_t d = config_.d_model;
   token_embedding_ = to_floats(model->token_embedding->weight);
   for (const auto& table : model->position_embeddings) position_tables_.push_back(to_floats(table->weight));
-  if (config_.amplitude_taps > 0) {
-    amplitude_map_ = to_floats(model->amplitude->weight);
-    amplitude_history_ = AmplitudeHistory(config_.amplitude_taps, batch_, capacity_);
-  }
   for (int layer = 0; layer < config_.layers; ++layer) {
     const ResidualBlock& block = model->block_list[static_cast<size_t>(layer)];
     Layer l;
@@ -173,32 +169,11 @@ void IncrementalDecoder::Impl::embed(const int32_t* input_tokens, int64_t b0, in
       for (int64_t i = 0; i < d; ++i) h[i] += p[i];
     }
   }
-  if (amplitude_history_.taps() > 0) add_amplitude_inputs(input_tokens, b0, b1);
   if (added_embedding_) {
     for (int64_t b = b0; b < b1; ++b) {
       float* h = h_.data() + b * d;
       const float* add = added_embedding_ + b * d;
       for (int64_t i = 0; i < d; ++i) h[i] += add[i];
-    }
-  }
-}
-
-void IncrementalDecoder::Impl::add_amplitude_inputs(const int32_t* input_tokens, int64_t b0, int64_t b1) {
-  // Rows are samples at position_, or a common prefix's positions of sample 0 (whose rows read each
-  // other's inputs: all of them are recorded first).
-  const int64_t d = config_.d_model, taps = amplitude_history_.taps();
-  auto sample_of = [&](int64_t row) { return prefix_rows_ > 0 ? 0 : row; };
-  auto position_of = [&](int64_t row) { return prefix_rows_ > 0 ? position_ + row : position_; };
-  for (int64_t b = b0; b < b1; ++b) amplitude_history_.record(sample_of(b), position_of(b), input_tokens[b]);
-  std::vector<float> inputs(static_cast<size_t>(taps));
-  for (int64_t b = b0; b < b1; ++b) {
-    amplitude_history_.inputs(sample_of(b), position_of(b), inputs.data());
-    float* h = h_.data() + b * d;
-    for (int64_t i = 0; i < d; ++i) {
-      const float* w = amplitude_map_.data() + i * taps;
-      float sum = 0.0f;
-      for (int64_t k = 0; k < taps; ++k) sum += w[k] * inputs[static_cast<size_t>(k)];
-      h[i] += sum;
     }
   }
 }

@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "stx/models/amplitude_history.h"
 #include "step_barrier.h"
 #include "stx/kernels/attention.h"
 #include "stx/kernels/pattern.h"
@@ -100,8 +99,6 @@ struct IncrementalDecoder::Impl {
   };
   void collect_rows_ahead(int64_t pair0, int64_t pair1, RowsAhead& ahead) const;
   void embed(const int32_t* input_tokens, int64_t b0, int64_t b1);
-  // embed()'s part for ModelConfig::amplitude_taps: records the rows' inputs, adds the amplitude map's output.
-  void add_amplitude_inputs(const int32_t* input_tokens, int64_t b0, int64_t b1);
   // Appends this position's keys and values of the (sample, head) pairs [first, last) (pair b * heads + h)
   // to the caches, then attends for them.
   void attention(Layer& layer, int layer_index, int64_t first, int64_t last);
@@ -128,9 +125,6 @@ struct IncrementalDecoder::Impl {
   int64_t prefix_rows_ = 0;
   kernels::DType cache_dtype_ = kernels::DType::f32;
   std::vector<float> token_embedding_;                 // [257, d]
-  // ModelConfig::amplitude_taps: the amplitude map [d, taps] and the inputs it reads (empty without).
-  std::vector<float> amplitude_map_;
-  AmplitudeHistory amplitude_history_;
   // TokenDecoder::add_to_next_embedding's rows for the step under way, or null.
   const float* added_embedding_ = nullptr;
   std::vector<std::vector<float>> position_tables_;    // per axis: [size, d]

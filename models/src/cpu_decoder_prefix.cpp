@@ -101,7 +101,6 @@ void IncrementalDecoder::Impl::share_common_prefix() {
   const int64_t from = shared_until_, to = common_prefix_;
   shared_until_ = to;
   if (from >= to || batch_ == 1) return;
-  amplitude_history_.share(batch_, from, to);
   const int64_t heads = config_.heads, rb = row_bytes();
   // Whole runs of rows, not a row per step: in column order a position's row lies 24 KB or more from the
   // last one's, and copying rows step by step cost each its own miss (2.5 s of 7 for 16 samples' prompt).

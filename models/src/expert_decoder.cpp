@@ -18,7 +18,7 @@ std::vector<float> floats_of(const at::Tensor& t) {
 }  // namespace
 
 ExpertDecoder::ExpertDecoder(SparseTransformer& model, std::unique_ptr<TokenDecoder> network)
-    : network_(std::move(network)), config_(model->config().expert), d_(model->config().d_model) {
+    : WrappingDecoder(std::move(network)), config_(model->config().expert), d_(model->config().d_model) {
   if (!config_.enabled() || !model->expert_byte) {
     throw std::invalid_argument("ExpertDecoder: the model has no linear-prediction expert");
   }

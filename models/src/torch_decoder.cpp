@@ -7,8 +7,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "stx/models/cpu_decoder.h"
-#include "stx/models/expert_decoder.h"
 #include "torch_kernel_bridge.h"
 
 namespace stx::models {
@@ -50,7 +48,6 @@ TorchDecoder::TorchDecoder(SparseTransformer& model, int64_t batch, int64_t capa
   copy_weights(model, model_);
   model_->to(device_);
   model_->eval();
-  if (config_.amplitude_taps > 0) amplitude_history_ = AmplitudeHistory(config_.amplitude_taps, batch_, capacity_);
 
   // CUDA's decode kernel takes the queries in the caches' type; the CPU's takes fp32 queries over either.
   attention_type_ = device_.is_cuda() ? torch_type(cache_dtype_) : at::kFloat;
@@ -84,15 +81,7 @@ at::Tensor TorchDecoder::embed(const int32_t* tokens, int64_t samples, int64_t r
     h = h + added.to(device_);
     added_embedding_ = nullptr;
   }
-  const int64_t taps = amplitude_history_.taps();
-  if (taps == 0) return h;
-  // Rows are positions position_.. of each sample (a prefix: sample 0's); token k is sample k / rows's.
-  for (int64_t k = 0; k < samples * rows; ++k) amplitude_history_.record(k / rows, position_ + k % rows, tokens[k]);
-  at::Tensor inputs = at::empty({samples, rows, taps}, at::kFloat);
-  for (int64_t k = 0; k < samples * rows; ++k) {
-    amplitude_history_.inputs(k / rows, position_ + k % rows, inputs.data_ptr<float>() + k * taps);
-  }
-  return h + model_->amplitude->forward(inputs.to(device_));
+  return h;
 }
 
 void TorchDecoder::attend(int layer, const at::Tensor& q, const at::Tensor& out, const at::Tensor& lse,
@@ -191,7 +180,6 @@ void TorchDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count
   at::NoGradGuard no_grad;
   // Sample 0 alone, all `count` rows at once; the others get its keys and values.
   run_blocks(embed(input_tokens, 1, count), 1, count);
-  amplitude_history_.share(batch_, position_, position_ + count);
   if (batch_ > 1) {
     for (size_t layer = 0; layer < k_cache_.size(); ++layer) {
       for (at::Tensor* cache : {&k_cache_[layer], &v_cache_[layer]}) {
@@ -243,26 +231,6 @@ void TorchDecoder::probe(int64_t sample, std::vector<int64_t>& positions, std::v
       at::exp(keys.matmul(probe_q_[sample]) * scale - probe_lse_[sample]).to(at::kCPU).contiguous();
   const float* data = w.data_ptr<float>();
   weights.assign(data, data + w.numel());
-}
-
-void check_probe_head(const ModelConfig& config, int layer, int head) {
-  if (layer >= config.layers || head < 0 || head >= config.heads) {
-    throw std::out_of_range("decoder: no layer " + std::to_string(layer) + " head " + std::to_string(head) +
-                            " (the model has " + std::to_string(config.layers) + " layers of " +
-                            std::to_string(config.heads) + " heads)");
-  }
-}
-
-std::unique_ptr<TokenDecoder> make_decoder(SparseTransformer& model, int64_t batch, int64_t capacity,
-                                           kernels::DType cache_dtype, const at::Device& device) {
-  std::unique_ptr<TokenDecoder> network;
-  if (device.is_cpu()) {
-    network = std::make_unique<IncrementalDecoder>(model, batch, capacity, cache_dtype);
-  } else {
-    network = std::make_unique<TorchDecoder>(model, batch, capacity, cache_dtype, device);
-  }
-  if (!model->config().expert.enabled()) return network;
-  return std::make_unique<ExpertDecoder>(model, std::move(network));
 }
 
 }  // namespace stx::models

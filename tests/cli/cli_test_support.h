@@ -10,7 +10,10 @@
 #include <sstream>
 #include <string>
 
+#include <ATen/ATen.h>
+
 #include "../engine/engine_test_support.h"
+#include "stx/engine/checkpoint.h"
 
 #ifdef STX_CLI_PATH
 
@@ -38,6 +41,15 @@ inline CliResult run_stx(const TempFolder& tmp, const std::string& arguments, co
   r.out = slurp(tmp / "out.txt");
   r.err = slurp(tmp / "err.txt");
   return r;
+}
+
+// A tiny text model (seeded weights, a 10-step recipe) saved as a checkpoint folder; returns the folder.
+inline std::filesystem::path save_tiny(const std::filesystem::path& folder) {
+  at::manual_seed(1);
+  stx::models::SparseTransformer model(stx::test::tiny_text_config());
+  std::filesystem::create_directories(folder);
+  stx::engine::write_checkpoint_files(folder, model->config(), {{"steps", 10}}, {}, model, nullptr, nullptr);
+  return folder;
 }
 
 inline size_t count_lines(const std::string& text) {

@@ -24,13 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using stx::test::CliResult;
 
-fs::path save_tiny(const fs::path& folder) {
-  at::manual_seed(1);
-  stx::models::SparseTransformer model(stx::test::tiny_text_config());
-  fs::create_directories(folder);
-  stx::engine::write_checkpoint_files(folder, model->config(), {{"steps", 10}}, {}, model, nullptr, nullptr);
-  return folder;
-}
+using stx::test::save_tiny;
 
 // model.safetensors split into its parts, edited, and written back as they are (no re-validation).
 struct RawWeights {

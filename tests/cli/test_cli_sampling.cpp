@@ -15,13 +15,7 @@ namespace fs = std::filesystem;
 using stx::test::CliResult;
 using stx::test::run_stx;
 
-fs::path save_tiny(const fs::path& folder) {
-  at::manual_seed(1);
-  stx::models::SparseTransformer model(stx::test::tiny_text_config());
-  fs::create_directories(folder);
-  stx::engine::write_checkpoint_files(folder, model->config(), {{"steps", 10}}, {}, model, nullptr, nullptr);
-  return folder;
-}
+using stx::test::save_tiny;
 
 std::string sample_text(const stx::test::TempFolder& tmp, const fs::path& model, int seed, const std::string& extra) {
   const fs::path out = tmp / ("s" + std::to_string(seed) + ".txt");

@@ -43,8 +43,11 @@ void expect_decode_equals_forward(const ModelConfig& config,
   at::manual_seed(3);
   const at::Tensor bytes = at::randint(0, 256, {3, config.context}, at::kLong);
   const at::Tensor want = full_logits(model, bytes);
-  IncrementalDecoder decoder(model, 3, 0, cache);
-  EXPECT_EQ(decoder.cache_dtype(), cache);
+  auto network = std::make_unique<IncrementalDecoder>(model, 3, 0, cache);
+  EXPECT_EQ(network->cache_dtype(), cache);
+  // The amplitude inputs of the audio config come from their own decoder, around the network's.
+  const std::unique_ptr<stx::models::TokenDecoder> wrapped = stx::models::with_history_inputs(model, std::move(network));
+  stx::models::TokenDecoder& decoder = *wrapped;
   const at::Tensor got = decoded_logits(decoder, bytes);
   double worst = 0;
   for (int64_t i = 0; i < config.context; ++i) {
@@ -76,6 +79,29 @@ TEST(IncrementalDecoder, EqualsForwardFixedInterleaved) {
   expect_decode_equals_forward(
       stx::test::small_decoder_config(Pattern::fixed, stx::kernels::Combination::interleaved));
 }
+// A refused step (a token outside 0..256, a position past the capacity) records nothing: the amplitude
+// inputs of later steps are those of a decoder that never saw it.
+TEST(AmplitudeDecoder, ARefusedStepLeavesTheInputsAsTheyWere) {
+  const ModelConfig config = stx::test::audio_decoder_config();
+  SparseTransformer model = random_model(config);
+  at::manual_seed(4);
+  const at::Tensor bytes = at::randint(0, 256, {2, config.context}, at::kLong);
+  const auto clean = stx::models::make_decoder(model, 2, 0, stx::kernels::DType::f32, at::Device(at::kCPU));
+  const at::Tensor want = decoded_logits(*clean, bytes);
+  const auto refused = stx::models::make_decoder(model, 2, 0, stx::kernels::DType::f32, at::Device(at::kCPU));
+  std::vector<int32_t> inputs = {256, 256};
+  std::vector<float> logits(2 * 256);
+  for (int64_t i = 0; i < 12; ++i) {
+    refused->step(inputs.data(), logits.data());
+    for (int64_t b = 0; b < 2; ++b) inputs[static_cast<size_t>(b)] = static_cast<int32_t>(bytes[b][i].item<int64_t>());
+  }
+  const std::vector<int32_t> bad = {inputs[0], 300};
+  EXPECT_THROW(refused->step(bad.data(), logits.data()), std::invalid_argument);
+  EXPECT_EQ(refused->position(), 12);
+  const at::Tensor got = decoded_logits(*refused, bytes, 12);
+  EXPECT_TRUE(at::equal(got.narrow(1, 12, config.context - 12), want.narrow(1, 12, config.context - 12)));
+}
+
 TEST(IncrementalDecoder, EqualsForwardAudioWithAmplitudeInputs) {
   expect_decode_equals_forward(stx::test::audio_decoder_config());
   expect_decode_equals_forward(stx::test::audio_decoder_config(), stx::kernels::DType::f16);
@@ -290,10 +316,12 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
         const int64_t prompt = 23, length = 40;  // past the strided window of 7 and its columns
         at::Tensor bytes = at::randint(0, 256, {batch, length}, at::kLong);
         bytes.narrow(1, 0, prompt).copy_(bytes.narrow(0, 0, 1).narrow(1, 0, prompt).expand({batch, prompt}));
-        IncrementalDecoder each(model, batch, 0, cache);
+        const auto each_decoder = stx::models::make_decoder(model, batch, 0, cache, at::Device(at::kCPU));
+        stx::models::TokenDecoder& each = *each_decoder;
         each.set_probe(2, 1);
         const at::Tensor want = decoded_logits(each, bytes);
-        IncrementalDecoder shared(model, batch, 0, cache);
+        const auto shared_decoder = stx::models::make_decoder(model, batch, 0, cache, at::Device(at::kCPU));
+        stx::models::TokenDecoder& shared = *shared_decoder;
         shared.set_probe(2, 1);
         std::vector<int32_t> inputs(static_cast<size_t>(prompt));
         for (int64_t i = 0; i < prompt; ++i) {
@@ -338,8 +366,11 @@ TEST(IncrementalDecoder, ACommonPrefixGivesEverySampleTheBitsOfItsOwnSteps) {
         skip_to_for_timing(timing, 30);
         timing.step_common_prefix(inputs.data(), 3);
         EXPECT_EQ(timing.position(), 33);
-        skip_to_for_timing(shared, 50);  // after the samples' own steps they differ, skip or not
-        EXPECT_THROW(shared.step_common_prefix(inputs.data(), 1), std::logic_error);
+        std::vector<int32_t> own(static_cast<size_t>(batch), 7);
+        std::vector<float> own_logits(static_cast<size_t>(batch * 256));
+        timing.step(own.data(), own_logits.data());
+        skip_to_for_timing(timing, 50);  // after the samples' own steps they differ, skip or not
+        EXPECT_THROW(timing.step_common_prefix(inputs.data(), 1), std::logic_error);
       }
     }
   }

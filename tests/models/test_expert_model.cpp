@@ -90,7 +90,8 @@ void expect_decoder_equals_forward(const at::Device& device, bool torch_decoder,
   }
   std::unique_ptr<TokenDecoder> decoder;
   if (torch_decoder) {
-    decoder = std::make_unique<ExpertDecoder>(model, std::make_unique<TorchDecoder>(model, 3, 0, cache, device));
+    decoder = with_history_inputs(model, std::make_unique<TorchDecoder>(model, 3, 0, cache, device));
+    ASSERT_NE(dynamic_cast<ExpertDecoder*>(decoder.get()), nullptr);
   } else {
     decoder = make_decoder(model, 3, 0, cache, device);
     ASSERT_NE(dynamic_cast<ExpertDecoder*>(decoder.get()), nullptr);

@@ -58,7 +58,8 @@ void expect_decode_equals_forward(const ModelConfig& config, DType cache, const 
   at::manual_seed(3);
   const at::Tensor bytes = at::randint(0, 256, {3, config.context}, at::kLong);
   const at::Tensor want = forward_logits(model, bytes, device);
-  TorchDecoder decoder(model, 3, 0, cache, device);
+  const auto wrapped = stx::models::with_history_inputs(model, std::make_unique<TorchDecoder>(model, 3, 0, cache, device));
+  stx::models::TokenDecoder& decoder = *wrapped;
   const at::Tensor got = decoded_logits(decoder, bytes);
   const double worst = (got - want).abs().max().item<double>();
   EXPECT_LT(worst, tolerance_for(cache)) << "decode differs from the forward pass on " << device;
@@ -92,7 +93,8 @@ void expect_prefix_then_steps_equal_forward(const at::Device& device) {
   at::Tensor bytes = at::randint(0, 256, {3, config.context}, at::kLong);
   bytes.narrow(1, 0, prompt).copy_(bytes.narrow(1, 0, prompt).select(0, 0).unsqueeze(0).expand({3, prompt}));
   const at::Tensor want = forward_logits(model, bytes, device);
-  TorchDecoder decoder(model, 3, 0, DType::f32, device);
+  const auto wrapped = stx::models::with_history_inputs(model, std::make_unique<TorchDecoder>(model, 3, 0, DType::f32, device));
+  stx::models::TokenDecoder& decoder = *wrapped;
   std::vector<int32_t> inputs;
   for (int64_t i = 0; i < prompt; ++i)
     inputs.push_back(i == 0 ? 256 : static_cast<int32_t>(bytes[0][i - 1].item<int64_t>()));

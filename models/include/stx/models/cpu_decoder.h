@@ -7,7 +7,10 @@
 //   decoder.step(inputs.data(), logits.data());   // logits of byte 0, for each of the 4 samples
 //
 // Step i takes the input token of position i (byte i-1, or 256 at i = 0) and returns the logits of byte i,
-// exactly what SparseTransformer::forward gives at row i. The decoder copies the weights once (fp32, or
+// exactly what SparseTransformer::forward gives at row i. It decodes the network alone: a model's inputs
+// from its decoded history (amplitude taps, the linear-prediction expert) come from the decoders
+// with_history_inputs() wraps it in (token_decoder.h); make_decoder() builds the whole. The decoder
+// copies the weights once (fp32, or
 // fp16 where that is exact; transposed for the matrix-vector products), so later changes to the model do
 // not reach it.
 //

@@ -16,24 +16,17 @@
 
 namespace stx::models {
 
-class ExpertDecoder final : public TokenDecoder {
+class ExpertDecoder final : public WrappingDecoder {
  public:
   // `network` decodes `model` (whose config has an expert) for the same batch; its weights for the expert
   // are copied here.
   ExpertDecoder(SparseTransformer& model, std::unique_ptr<TokenDecoder> network);
 
-  int64_t batch() const override { return network_->batch(); }
-  int64_t capacity() const override { return network_->capacity(); }
-  int64_t position() const override { return network_->position(); }
   void step(const int32_t* input_tokens, float* logits) override;
   void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
   void add_to_next_embedding(const float* rows) override { added_ = rows; }
   // Rewinds the network, and replays each sample's bytes before `position` through a fresh predictor.
   void rewind(int64_t position) override;
-  void set_probe(int layer, int head) override { network_->set_probe(layer, head); }
-  void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const override {
-    network_->probe(sample, positions, weights);
-  }
   // The predictor of `sample`, as of the next step (for tests and the level guard's report).
   const LinearPredictor& predictor(int64_t sample) const;
   friend void warm_for_timing(ExpertDecoder& decoder, const uint8_t* bytes, int64_t count);
@@ -45,7 +38,6 @@ class ExpertDecoder final : public TokenDecoder {
   // After a common prefix, the other samples' predictors become sample 0's before their first own step.
   void share_prefix();
 
-  std::unique_ptr<TokenDecoder> network_;
   LinearExpertConfig config_;
   int64_t d_ = 0;
   std::vector<float> byte_embedding_;  // [256, d]

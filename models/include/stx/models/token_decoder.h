@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "stx/kernels/attention.h"
@@ -53,11 +54,35 @@ class TokenDecoder {
   virtual void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const = 0;
 };
 
+// A decoder around another that adds to its inputs or its logits (the history inputs' decoders below):
+// what it does not change (sizes, position, the probe) is the wrapped decoder's.
+class WrappingDecoder : public TokenDecoder {
+ public:
+  int64_t batch() const override { return network_->batch(); }
+  int64_t capacity() const override { return network_->capacity(); }
+  int64_t position() const override { return network_->position(); }
+  void set_probe(int layer, int head) override { network_->set_probe(layer, head); }
+  void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const override {
+    network_->probe(sample, positions, weights);
+  }
+
+ protected:
+  explicit WrappingDecoder(std::unique_ptr<TokenDecoder> network) : network_(std::move(network)) {}
+  std::unique_ptr<TokenDecoder> network_;
+};
+
 // Throws std::out_of_range unless block `layer` of `config` has a head `head` (the probe's check).
 void check_probe_head(const ModelConfig& config, int layer, int head);
 
-// The decoder for `device`: IncrementalDecoder on the CPU, TorchDecoder on CUDA. capacity 0 is the model's
-// context. cache_dtype f32 or f16 (see IncrementalDecoder and TorchDecoder for what each keeps exact).
+// `network`, a decoder of `model`'s network alone (IncrementalDecoder or TorchDecoder), wrapped in one
+// decoder per input the model reads from its decoded history, each the one owner of its input for every
+// backend: AmplitudeDecoder (ModelConfig::amplitude_taps), then ExpertDecoder (ModelConfig::expert, which
+// also mixes its output into the logits). A model with neither gets `network` back.
+std::unique_ptr<TokenDecoder> with_history_inputs(SparseTransformer& model, std::unique_ptr<TokenDecoder> network);
+
+// The decoder for `device`: IncrementalDecoder on the CPU, TorchDecoder on CUDA, with_history_inputs.
+// capacity 0 is the model's context. cache_dtype f32 or f16 (see IncrementalDecoder and TorchDecoder for
+// what each keeps exact).
 std::unique_ptr<TokenDecoder> make_decoder(SparseTransformer& model, int64_t batch, int64_t capacity,
                                            kernels::DType cache_dtype, const at::Device& device);
 

@@ -15,7 +15,8 @@
 // decoded in fp32 (no autocast), so its logits differ from its autocast forward by that rounding.
 //
 // It also runs on the CPU, where it is a slow but plain check of IncrementalDecoder and of itself: the
-// tests compare both with the forward pass there.
+// tests compare both with the forward pass there. Like IncrementalDecoder it decodes the network alone;
+// with_history_inputs() (token_decoder.h) adds the model's inputs from its decoded history.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -25,7 +26,6 @@
 
 #include "stx/kernels/attention.h"
 #include "stx/kernels/pattern.h"
-#include "stx/models/amplitude_history.h"
 #include "stx/models/sparse_transformer.h"
 #include "stx/models/token_decoder.h"
 
@@ -62,7 +62,7 @@ class TorchDecoder final : public TokenDecoder {
               int64_t rows) const;
   at::Tensor input_tensor(const int32_t* tokens, int64_t samples, int64_t rows) const;
   // The embedding of `rows` input tokens of `samples` samples from position_ on ([samples, rows, d]), with
-  // the amplitude inputs of ModelConfig::amplitude_taps; records the tokens for them.
+  // add_to_next_embedding's rows.
   at::Tensor embed(const int32_t* tokens, int64_t samples, int64_t rows);
   void check_tokens(const int32_t* tokens, int64_t count) const;
 
@@ -77,7 +77,6 @@ class TorchDecoder final : public TokenDecoder {
   at::ScalarType attention_type_;
   std::vector<std::vector<kernels::HeadPattern>> patterns_;  // [layer][head]
   std::vector<at::Tensor> k_cache_, v_cache_;                // [layer]: [batch, heads, capacity, head_dim]
-  AmplitudeHistory amplitude_history_;  // the inputs of ModelConfig::amplitude_taps, none without them
   const float* added_embedding_ = nullptr;  // add_to_next_embedding's rows for the next call, or null
   int probe_layer_ = -1, probe_head_ = 0;
   int64_t probe_position_ = -1;
