@@ -11,29 +11,31 @@
 #include <QSpinBox>
 
 namespace stx::studio {
+namespace {
+
+QDoubleSpinBox* setting_box(double lowest, double highest, double step, double value, const QString& tip) {
+  auto* box = new QDoubleSpinBox;
+  box->setRange(lowest, highest);
+  box->setSingleStep(step);
+  box->setValue(value);
+  box->setToolTip(tip);
+  return box;
+}
+
+}  // namespace
 
 SamplingControls::SamplingControls(int maxSamples, QWidget* parent) : QWidget(parent) {
-  temperature_ = new QDoubleSpinBox;
-  temperature_->setRange(0.0, 2.0);
-  temperature_->setSingleStep(0.05);
-  temperature_->setValue(1.0);
-  temperature_->setToolTip(tr("0 always picks the most likely byte; higher is more varied"));
+  temperature_ = setting_box(0.0, 2.0, 0.05, 1.0, tr("0 always picks the most likely byte; higher is more varied"));
   topK_ = new QSpinBox;
   topK_->setRange(0, 256);
   topK_->setSpecialValueText(tr("off"));
   topK_->setToolTip(tr("keep only the k most likely bytes (off: all 256)"));
-  topP_ = new QDoubleSpinBox;
-  topP_->setRange(0.01, 1.0);
-  topP_->setSingleStep(0.05);
-  topP_->setValue(1.0);
-  topP_->setToolTip(tr("keep the smallest set of bytes whose probability reaches p (1: all)"));
-  minP_ = new QDoubleSpinBox;
-  minP_->setRange(0.0, 0.99);
+  topP_ = setting_box(0.01, 1.0, 0.05, 1.0, tr("keep the smallest set of bytes whose probability reaches p (1: all)"));
+  minP_ = setting_box(0.0, 0.99, 0.005, 0.0,
+                      tr("leave out bytes less likely than this times the most likely one (off: none); for audio, "
+                         "a floor under the hiss a 256-way distribution spreads over every level"));
   minP_->setDecimals(3);
-  minP_->setSingleStep(0.005);
   minP_->setSpecialValueText(tr("off"));
-  minP_->setToolTip(tr("leave out bytes less likely than this times the most likely one (off: none); for audio, "
-                       "a floor under the hiss a 256-way distribution spreads over every level"));
   modelDefaults_ = new QPushButton(tr("Model defaults"));
   modelDefaults_->setToolTip(tr("temperature, top-k, top-p and min-p as the open model's config.json sets them "
                                 "(the plain defaults where it sets none)"));
