@@ -245,6 +245,7 @@ void RunPage::onPreviewOpened(const stx::engine::ModelSummary& summary) {
   previewModel_ = summary;
   stx::engine::SampleRequest request;
   request.count = 1;
+  request.settings = summary.sampling;    // drawn as the model samples best (its config.json "sampling")
   request.event_interval_seconds = 0.25;  // only the finished sample is shown
   // Previews run where the studio's generations do (Preferences > Device), whatever device trains.
   if (auto* wizard = qobject_cast<TrainWizard*>(this->wizard()); wizard && wizard->context()) {
