@@ -137,11 +137,19 @@ void LinearPredictor::predict() {
 
 float LinearPredictor::scale_feature() const { return static_cast<float>((std::log(scale_) + 6.0) / 3.0); }
 
+double LinearPredictor::distribution_scale() const {
+  const std::array<double, 257>& edges = mulaw_bin_edges();
+  // The outermost bins reach to infinity: their inner neighbours' widths stand in.
+  const auto bin = static_cast<size_t>(std::clamp(predicted_byte_, 1, 254));
+  return std::max(scale_, kScaleFloorBins * (edges[bin + 1] - edges[bin]));
+}
+
 void LinearPredictor::log_probs(float* out) const {
   const std::array<double, 257>& edges = mulaw_bin_edges();
+  const double scale = distribution_scale();
   // tail[k] = 0.5 exp(-|edges[k] - mean| / scale): the Laplace mass beyond edge k on its own side.
   std::array<double, 257> tail{};
-  for (size_t k = 0; k < 257; ++k) tail[k] = 0.5 * std::exp(-std::fabs(edges[k] - mean_) / scale_);
+  for (size_t k = 0; k < 257; ++k) tail[k] = 0.5 * std::exp(-std::fabs(edges[k] - mean_) / scale);
   constexpr double f = kProbabilityFloor;
   for (size_t k = 0; k < 256; ++k) {
     double p;

@@ -157,13 +157,34 @@ TEST(LinearPredictor, TheDistributionIsTheLaplaceMassOfEachBinWithTheFloor) {
     ASSERT_NEAR(total, 1.0, 1e-5);
     const double f = LinearPredictor::kProbabilityFloor;
     for (int b : {0, 17, 100, 127, 128, 129, predictor.predicted_byte(), 200, 255}) {
-      const double want = (1 - 256 * f) * integrated_laplace(predictor.mean(), predictor.scale(), b) + f;
+      const double want =
+          (1 - 256 * f) * integrated_laplace(predictor.mean(), predictor.distribution_scale(), b) + f;
       ASSERT_NEAR(std::exp(static_cast<double>(lp[b])), want, 2e-4 * want + 1e-9) << "byte " << b << " at " << i;
     }
     // The most likely byte is the predicted one or its neighbour (a bin's mass, not its centre, decides).
     const int best = static_cast<int>(std::max_element(lp.begin(), lp.end()) - lp.begin());
     EXPECT_LE(std::abs(best - predictor.predicted_byte()), 1);
   }
+}
+
+// A held level predicted perfectly would put all the mass on one byte; the scale floor keeps at most about 64%
+// there (a Laplace of half a bin's width centred in the bin), so that a sample drawn from it can move on.
+TEST(LinearPredictor, NoByteTakesAllTheMassEvenOnAPerfectlyPredictedLevel) {
+  LinearExpertConfig c;
+  c.order = 8;
+  c.refit_interval = 16;
+  c.window = 256;
+  LinearPredictor predictor(c);
+  std::vector<float> lp(256);
+  for (int i = 0; i < 2000; ++i) predictor.push(170);
+  EXPECT_LT(predictor.scale(), predictor.distribution_scale());  // the network's input still says "certain"
+  const auto& edges = stx::models::mulaw_bin_edges();
+  const auto b = static_cast<size_t>(predictor.predicted_byte());
+  EXPECT_DOUBLE_EQ(predictor.distribution_scale(), LinearPredictor::kScaleFloorBins * (edges[b + 1] - edges[b]));
+  predictor.log_probs(lp.data());
+  const double most = std::exp(static_cast<double>(*std::max_element(lp.begin(), lp.end())));
+  EXPECT_LE(most, 1.0 - std::exp(-1.0) + 1e-6);
+  EXPECT_GT(most, 0.4);
 }
 
 TEST(LinearPredictor, TheScaleIsTheMeanAbsoluteErrorOfTheLastPredictions) {

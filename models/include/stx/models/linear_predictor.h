@@ -4,7 +4,7 @@
 //   stx::models::LinearPredictor predictor(config.expert);
 //   for (uint8_t byte : history) predictor.push(byte);
 //   float log_probs[256];
-//   predictor.log_probs(log_probs);   // log p(next byte) under Laplace(mean(), scale()) over the mu-law bins
+//   predictor.log_probs(log_probs);   // log p(next byte) under Laplace(mean(), distribution_scale()), by bin
 //
 // Why an expert: 12 kHz music is locally very predictable from its own last few hundred samples (partials
 // are damped sinusoids), which a small network learns slowly and a least-squares fit gets at once: order 256
@@ -51,6 +51,11 @@ class LinearPredictor {
   static constexpr double kInitialScale = 0.01;
   // A scale below this (about a third of the narrowest mu-law bin) would only sharpen the rounding.
   static constexpr double kMinScale = 5e-5;
+  // The distribution's scale is at least this many widths of the mu-law bin holding the prediction, so that
+  // no byte takes more than about 64% of the mass. Without it, samples drawn from the model shrink the scale
+  // (their errors are smaller than it) until one byte holds all the mass and the sample dies into silence or
+  // a held level; with it, 1 of 8 samples of the expert chain died instead of 3 to 8 (docs/model-quality.md).
+  static constexpr double kScaleFloorBins = 0.5;
 
   explicit LinearPredictor(const LinearExpertConfig& config);
 
@@ -71,8 +76,11 @@ class LinearPredictor {
   int predicted_byte() const { return predicted_byte_; }
   // log(scale) centred and scaled to about [-2, 2] over the scales music gives: the network's input.
   float scale_feature() const;
-  // log p of each of the 256 bytes under Laplace(mean(), scale()) integrated over the byte's mu-law bin, with
-  // the floor; the probabilities sum to 1.
+  // The scale of the distribution log_probs gives: scale(), but at least kScaleFloorBins widths of the
+  // mu-law bin holding mean(). scale() itself stays the errors' mean: it is the network's input.
+  double distribution_scale() const;
+  // log p of each of the 256 bytes under Laplace(mean(), distribution_scale()) integrated over the byte's
+  // mu-law bin, with the probability floor; the probabilities sum to 1.
   void log_probs(float* out) const;
   // The coefficients of the last fit (a[k] multiplies the sample k + 1 back), for tests.
   const std::vector<double>& coefficients() const { return coefficients_; }
