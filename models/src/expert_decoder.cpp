@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace stx::models {
 namespace {
@@ -38,7 +39,7 @@ const LinearPredictor& ExpertDecoder::predictor(int64_t sample) const {
   return predictors_.at(static_cast<size_t>(sample));
 }
 
-void ExpertDecoder::read_input(int64_t sample, int64_t row, int32_t token, int64_t position) {
+void ExpertDecoder::read_input(int64_t sample, int64_t row, int32_t token, int64_t position, const float* added) {
   LinearPredictor& p = predictors_[static_cast<size_t>(sample)];
   if (token >= 0 && token < 256 && position >= 1) {  // the input of position i is byte i - 1
     p.push(token);
@@ -48,8 +49,8 @@ void ExpertDecoder::read_input(int64_t sample, int64_t row, int32_t token, int64
   const float* e = byte_embedding_.data() + p.predicted_byte() * d_;
   const float feature = p.scale_feature();
   for (int64_t i = 0; i < d_; ++i) out[i] = e[i] + feature * scale_map_[static_cast<size_t>(i)];
-  if (added_) {
-    for (int64_t i = 0; i < d_; ++i) out[i] += added_[row * d_ + i];
+  if (added) {
+    for (int64_t i = 0; i < d_; ++i) out[i] += added[row * d_ + i];
   }
 }
 
@@ -64,6 +65,7 @@ void ExpertDecoder::share_prefix() {
 }
 
 void ExpertDecoder::step(const int32_t* input_tokens, float* logits) {
+  const float* added = std::exchange(added_, nullptr);  // serves this call, whichever way it ends
   const int64_t batch = this->batch(), position = this->position();
   if (position >= capacity()) {
     throw std::out_of_range("decoder: position " + std::to_string(position) + " is past the capacity of " +
@@ -79,11 +81,10 @@ void ExpertDecoder::step(const int32_t* input_tokens, float* logits) {
   // Each sample's predictor is its own: they run side by side (a fit is about a millisecond).
   at::parallel_for(0, batch, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
-      read_input(b, b, input_tokens[b], position);
+      read_input(b, b, input_tokens[b], position, added);
       predictors_[static_cast<size_t>(b)].log_probs(log_probs_.data() + b * 256);
     }
   });
-  added_ = nullptr;
   network_->add_to_next_embedding(rows_.data());
   network_->step(input_tokens, logits);
   for (int64_t k = 0; k < batch * 256; ++k) {
@@ -92,6 +93,7 @@ void ExpertDecoder::step(const int32_t* input_tokens, float* logits) {
 }
 
 void ExpertDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count) {
+  const float* added = std::exchange(added_, nullptr);  // serves this call, whichever way it ends
   if (count < 1) throw std::invalid_argument("decoder: a common prefix needs at least one position");
   const int64_t position = this->position();
   if (position + count > capacity()) {
@@ -110,8 +112,7 @@ void ExpertDecoder::step_common_prefix(const int32_t* input_tokens, int64_t coun
                            " follows steps of samples of their own");
   }
   rows_.assign(static_cast<size_t>(count * d_), 0.0f);
-  for (int64_t k = 0; k < count; ++k) read_input(0, k, input_tokens[k], position + k);
-  added_ = nullptr;
+  for (int64_t k = 0; k < count; ++k) read_input(0, k, input_tokens[k], position + k, added);
   network_->add_to_next_embedding(rows_.data());
   network_->step_common_prefix(input_tokens, count);
   common_prefix_ = position + count;

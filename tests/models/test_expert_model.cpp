@@ -146,6 +146,26 @@ TEST(ExpertDecoder, APromptSharedThenStepsAndARewindGiveEachSampleItsOwnLogits) 
   EXPECT_TRUE(at::equal(third.narrow(1, prompt, length - prompt), got.narrow(1, prompt, length - prompt)));
 }
 
+// Rows a wrapping decoder asked to add serve the next call only, even one that is refused: a later step must not
+// read them (the wrapper's buffer may be gone by then).
+TEST(ExpertDecoder, RowsAddedBeforeARefusedCallAreNotAddedToALaterOne) {
+  const ModelConfig config = expert_config();
+  SparseTransformer model = stx::test::random_model(config);
+  const at::Tensor bytes = wave_bytes(1, 20, 7);
+  auto clean = make_decoder(model, 1, 0, kernels::DType::f32, at::Device(at::kCPU));
+  const at::Tensor want = stx::test::decoded_logits(*clean, bytes);
+
+  auto decoder = make_decoder(model, 1, 0, kernels::DType::f32, at::Device(at::kCPU));
+  std::vector<float> rows(static_cast<size_t>(config.d_model), 1000.0f), logits(256);
+  const int32_t bad = 999;
+  decoder->add_to_next_embedding(rows.data());
+  EXPECT_THROW(decoder->step(&bad, logits.data()), std::invalid_argument);
+  decoder->add_to_next_embedding(rows.data());
+  EXPECT_THROW(decoder->step_common_prefix(&bad, 1), std::invalid_argument);
+  rows.assign(rows.size(), std::nanf(""));  // what a stale pointer would now read
+  EXPECT_TRUE(at::equal(stx::test::decoded_logits(*decoder, bytes), want));
+}
+
 TEST(ExpertConfig, RoundTripsThroughJsonAndRefusesWhatCannotWork) {
   ModelConfig c = expert_config();
   c.expert.ridge = 3e-4;

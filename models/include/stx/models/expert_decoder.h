@@ -33,8 +33,9 @@ class ExpertDecoder final : public WrappingDecoder {
 
  private:
   // Reads position() + k's input token into `sample`'s predictor (the start token adds nothing), and
-  // writes what the expert adds to that position's embedding into row `row` of rows_.
-  void read_input(int64_t sample, int64_t row, int32_t token, int64_t position);
+  // writes what the expert adds to that position's embedding into row `row` of rows_, plus row `row` of
+  // `added` (what a decoder wrapping this one asked to add; null: nothing).
+  void read_input(int64_t sample, int64_t row, int32_t token, int64_t position, const float* added);
   // After a common prefix, the other samples' predictors become sample 0's before their first own step.
   void share_prefix();
 
