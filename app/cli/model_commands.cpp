@@ -103,13 +103,22 @@ CLI::App* add_eval_command(CLI::App& app, EvalOptions& o) {
                     "windows every half context, so each byte is predicted from at least half a context of "
                     "earlier bytes (instead of windows that each start cold); about twice the work");
   command->add_flag("--json", o.json, "print the result as JSON");
+  command->add_option("--device", o.device, "where to score: cpu, cuda, or auto (CUDA when there is one)")
+      ->capture_default_str();
   return command;
 }
 
 int run_eval_command(const EvalOptions& o) {
   require_between("--windows", o.windows, 0, int64_t{1} << 40);
   require_between("--batch", o.batch, 1, 4096);
+  engine::DeviceKind device = engine::DeviceKind::cpu;
+  try {
+    device = engine::resolve_training_device(engine::parse_device_choice(o.device));  // a bulk forward, as training
+  } catch (const engine::Error& e) {
+    throw UsageError(e);
+  }
   engine::ModelBundle bundle = engine::load_checkpoint(engine::resolve_checkpoint(o.model));
+  engine::move_model_to(bundle.model, device);
   const engine::ModelConfig& c = bundle.config;
   engine::Dataset data = engine::open_dataset(o.data, engine::dataset_options_for(c));
   for (const auto& skipped : data.skipped) {
@@ -133,7 +142,7 @@ int run_eval_command(const EvalOptions& o) {
     std::cout << json{{"model", bundle.folder.string()}, {"data", o.data}, {"split", o.split},
                       {"sliding", o.sliding}, {"bits_per_byte", r.bits_per_byte}, {"bytes", r.bytes},
                       {"windows", r.windows},
-                      {"seconds", seconds}}
+                      {"seconds", seconds}, {"device", engine::device_description(device)}}
                      .dump()
               << "\n";
   } else {

@@ -21,6 +21,7 @@ struct EvalOptions {
   int64_t batch = 8;
   bool sliding = false;  // windows every context/2, each byte scored once after >= context/2 earlier bytes
   bool json = false;
+  std::string device = "cpu";  // cpu, cuda or auto (as training: the GPU when there is one)
 };
 
 struct InfoOptions {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "stx/engine/crops.h"
+#include "torch_device.h"
 
 namespace stx::engine {
 namespace {
@@ -39,6 +40,8 @@ at::Tensor window_batch(const std::vector<uint8_t>& stream, const std::vector<si
 }
 
 }  // namespace
+
+void move_model_to(models::SparseTransformer& model, DeviceKind device) { model->to(torch_device(device)); }
 
 EvaluationResult evaluate_bits_per_byte(models::SparseTransformer& model, const std::vector<uint8_t>& stream,
                                         int64_t context, int64_t record_bytes, int64_t max_windows, int64_t batch,

@@ -13,6 +13,7 @@
 #include "cli_test_support.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/atomic_file.h"
+#include "stx/engine/device.h"
 #include "stx/models/model_config.h"
 
 #ifdef STX_CLI_PATH
@@ -69,6 +70,16 @@ TEST(Cli, TrainInfoEvalOnATinyRun) {
   EXPECT_GT(result["bits_per_byte"].get<double>(), 0.5);
   EXPECT_LT(result["bits_per_byte"].get<double>(), 8.5);
   EXPECT_EQ(result["bytes"].get<uintmax_t>(), fs::file_size(data / "one.txt") + fs::file_size(data / "two.txt"));
+  EXPECT_EQ(result["device"], "CPU") << r.out;
+  // --device: auto scores where training would run; cuda on a build or machine without one is refused.
+  r = stx(tmp, "eval --json --device auto --model " + run + " --data " + data.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  if (!stx::engine::cuda_available()) {
+    EXPECT_EQ(nlohmann::json::parse(r.out)["bits_per_byte"], result["bits_per_byte"]);
+    r = stx(tmp, "eval --device cuda --model " + run + " --data " + data.string());
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.err.find("cuda"), std::string::npos) << r.err;
+  }
 
   // Resuming continues to the new total and says where it started.
   r = stx(tmp, "train --resume " + run + " --steps 10");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "stx/engine/device.h"
 #include "stx/models/sparse_transformer.h"
 
 namespace stx::engine {
@@ -14,6 +15,10 @@ struct EvaluationResult {
   int64_t bytes = 0;    // bytes scored
   int64_t windows = 0;
 };
+
+// Moves the model's weights to where it is to be scored (the CPU, or the GPU torch_device picks for rank 0);
+// the evaluations below run wherever the model's weights are.
+void move_model_to(models::SparseTransformer& model, DeviceKind device);
 
 // Scores the stream in consecutive windows of `context` bytes aligned to records (evaluation_windows), each
 // conditioned only on its own earlier bytes; max_windows > 0 spreads that many windows over the stream.
