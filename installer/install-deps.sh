@@ -34,6 +34,8 @@ PACKAGES=(
   portaudio19-dev      # stx-studio: audio playback
   help2man             # the manual pages, written from the programs' own --help (packaging/make-man-pages.sh)
   dpkg-dev             # dpkg-shlibdeps: the .deb's dependencies, computed by `cpack -G DEB`
+  python3              # tools/gpu-*.sh (the GPU plan's summary, records and import) and its dry-run test
+  xz-utils             # tools/gpu-carry.sh: the text corpus travels as .xz
 )
 
 is_installed() {

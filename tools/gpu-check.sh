@@ -1,38 +1,48 @@
 #!/usr/bin/env bash
-# The one prepared run on a GPU machine: builds the project against the machine's CUDA LibTorch,
-# runs the CUDA tests, a memcheck of a few of them, the attention benchmark against LibTorch's dense
-# attention, a short CUDA training run checked against the CPU, CUDA sampling of text and audio, and, with
-# the time left, trains the audio recipe on a carried corpus subset.
+# The one prepared run on a lent GPU machine, ordered so that every minute counts: the checks that prove new
+# code first, then the benchmarks, then training whose weights come home.
 #
-#   tools/gpu-check.sh [--dry-run] [--deadline SECONDS] [--build-dir DIR] [OUT_DIR]
+#   tools/gpu-check.sh [--dry-run] [--train-only] [--no-build] [--deadline SECONDS] [--build-dir DIR] [OUT_DIR]
 #
-# OUT_DIR (default $OUT, else build/gpu-check-out) receives summary.json (one entry per stage: status pass,
-# fail or skipped, seconds, and the figures), gpu-check.log (everything the stages printed), build.log, and
-# bench-attention.json. A failing stage does not stop the others; a stage that needs what a failed one
-# should have made is reported as skipped, with the reason.
+# The plan, with a clock (the deadline, 540 s by default, leaves a 600 s call a minute to bring $OUT back):
+#   1. versions and the carried libraries (seconds);
+#   2. the LibTorch part (models, engine, stx, stx-bench, the model tests) starts building in the background;
+#   3. meanwhile the prebuilt torch-free CUDA kernel tests (third_party/prebuilt, from tools/gpu-carry.sh) run,
+#      then compute-sanitizer memcheck on a few: the first results within a minute of the start (without a
+#      usable prebuilt binary the kernel tests are built first, in the same background build);
+#   4. when the build is done: the model's CUDA tests, training parity (CUDA's first-step loss equals the
+#      CPU's, and the loss falls; bf16, fp16, data-parallel), CUDA sampling;
+#   5. the attention benchmark against LibTorch's dense attention;
+#   6. every second left: tools/gpu-train-home.sh trains the bundled models (audio, text, image) on the
+#      carried corpora, evaluates them and writes fp16 exports with their records under OUT_DIR/home, which
+#      tools/gpu-import.sh installs here where they beat the bundled models.
+# --train-only (a second call on the same machine, or a fresh one given the first's exports by
+# `tools/gpu-carry.sh --return`): the build (a no-op when warm) and stage 6 only; the training resumes.
 #
-# --dry-run runs every stage this machine can: the build with CUDA compiled (STX_CUDA=ON) and the CPU side
-# of each check; the stages that need a device say "skipped: no CUDA device". --deadline (default 450 s)
-# bounds the whole run: each stage gets at most what is left, and the optional audio training fills the
-# rest. --build-dir reuses a configured tree (the dry run here uses build/release).
-#
-# What travels to the GPU machine (README, "GPU path"): the working tree (about 17 MB) and third_party/ (named in
-# the device tool's carry), which tools/gpu-carry.sh fills: GoogleTest's sources (4 MB), the Debian packages
-# of the libraries the engine builds on (5 MB), and for the optional audio stage a corpus subset (30 MB).
+# OUT_DIR (default $OUT, else build/gpu-check-out) receives summary.json (rewritten after every stage: status
+# pass, fail or skipped, seconds, figures), gpu-check.log, build.log, bench-attention.json and home/. A failing
+# stage does not stop the others; one that needs what a failed one should have made is skipped, with the reason.
+# --dry-run runs every stage this machine can: the build with CUDA compiled, the CPU side of each check, and
+# the home training as a few CPU steps of each model; --no-build takes the build folder as it is (the test
+# suite's dry run uses build/release). --build-dir: default build/gpu-check.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 dry_run=0
-deadline=450
+train_only=0
+no_build=0
+deadline=540
 build_dir=""
 out_dir=""
 while [ $# -gt 0 ]; do
   case $1 in
     --dry-run) dry_run=1 ;;
+    --train-only) train_only=1 ;;
+    --no-build) no_build=1 ;;
     --deadline) deadline=${2:?--deadline needs seconds}; shift ;;
     --build-dir) build_dir=${2:?--build-dir needs a folder}; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) out_dir=$1 ;;
   esac
@@ -40,80 +50,26 @@ while [ $# -gt 0 ]; do
 done
 out_dir=${out_dir:-${OUT:-$root/build/gpu-check-out}}
 build_dir=${build_dir:-$root/build/gpu-check}
-mkdir -p "$out_dir" || exit 2
-build_dir=$(mkdir -p "$build_dir" && cd "$build_dir" && pwd) || exit 2
+mkdir -p "$out_dir" "$build_dir" || exit 2
+build_dir=$(cd "$build_dir" && pwd)
 out_dir=$(cd "$out_dir" && pwd)
 log="$out_dir/gpu-check.log"
 summary="$out_dir/summary.json"
-mkdir -p "$build_dir" || exit 2
-records="$build_dir/gpu-check-stages.tsv"
+records="$out_dir/.stages.tsv"
 : >"$log"
 : >"$records"
 started=$(date +%s)
 cores=$(nproc)
-
-say() { echo "gpu-check: $*" | tee -a "$log"; }
-left() { echo $((deadline - ($(date +%s) - started))); }
-
-# The summary is rewritten after every stage, so a run killed at its limit still reports what finished.
-write_summary() {
-  python3 - "$records" "$summary" "$dry_run" <<'PY'
-import json, sys
-records, path, dry = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
-stages = []
-for line in open(records, encoding="utf-8"):
-    name, status, seconds, note, figures = (line.rstrip("\n").split("\t") + [""] * 5)[:5]
-    entry = {"stage": name, "status": status, "seconds": float(seconds or 0), "note": note}
-    if figures:
-        entry["figures"] = json.loads(figures)
-    stages.append(entry)
-failed = [s["stage"] for s in stages if s["status"] == "fail"]
-json.dump({"dry_run": dry, "ok": not failed, "failed": failed, "stages": stages}, open(path + ".tmp", "w"), indent=1)
-import os
-os.replace(path + ".tmp", path)
-PY
-}
-
-# record NAME STATUS SECONDS NOTE [FIGURES_JSON]
-record() {
-  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" "${5:-}" >>"$records"
-  say "stage $1: $2 (${3} s)${4:+: $4}"
-  write_summary
-}
-
-# run_stage NAME CAP FUNCTION: runs FUNCTION with at most min(CAP, time left) seconds. The function sets
-# note and figures, and returns 0 (pass), 1 (fail) or 3 (skipped, note says why).
-note=""
-figures=""
-run_stage() {
-  local name=$1 cap=$2 fn=$3 budget t0 rc status
-  budget=$(left)
-  [ "$budget" -lt "$cap" ] && cap=$budget
-  if [ "$cap" -le 5 ]; then
-    record "$name" skipped 0 "no time left before the deadline"
-    return
-  fi
-  say "=== stage $name (at most ${cap} s) ==="
-  note=""
-  figures=""
-  stage_cap=$cap
-  t0=$(date +%s)
-  "$fn"
-  rc=$?
-  case $rc in
-    0) status=pass ;;
-    3) status=skipped ;;
-    *) status=fail ;;
-  esac
-  record "$name" "$status" $(($(date +%s) - t0)) "$note" "$figures"
-}
-
-# within SECONDS COMMAND...: the command, killed after SECONDS (exit 124), its output into the log.
-within() {
-  local seconds=$1
-  shift
-  timeout --kill-after=5 "$seconds" "$@" >>"$log" 2>&1
-}
+carry=${STX_CARRY_DIR:-$root/third_party}  # what tools/gpu-carry.sh laid out (the test suite's dry run: its own)
+# Scratch (training runs, samples): the build folder, which a second call on the same machine finds again;
+# with --no-build, OUT_DIR/.scratch, so that a dry run leaves the build folder as it was.
+scratch=$build_dir
+if [ "$no_build" = 1 ]; then
+  scratch="$out_dir/.scratch"
+  mkdir -p "$scratch"
+fi
+source "$root/tools/lib/gpu-stages.sh"
+source "$root/tools/lib/kernels-hash.sh"
 
 have_device=0
 if [ "$dry_run" = 0 ] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
@@ -152,12 +108,12 @@ stage_deps() {
     note="every library the build needs is on the machine"
     return 0
   fi
-  local debs="$root/third_party/debs"
+  local debs="$carry/debs"
   if ! ls "$debs"/*.deb >/dev/null 2>&1; then
     note="missing ${missing[*]}, and no packages carried in third_party/debs (tools/gpu-carry.sh)"
     return 1
   fi
-  sysroot="$root/third_party/sysroot"
+  sysroot="$carry/sysroot"
   rm -rf "$sysroot" && mkdir -p "$sysroot"
   local deb
   for deb in "$debs"/*.deb; do
@@ -180,9 +136,7 @@ stage_deps() {
   return 0
 }
 
-# ---- 3. the build: torch-free kernels and their tests first, then everything on LibTorch -------------------
-built_kernels=0
-built_torch=0
+# ---- 3. the build: configured now, built in the background while the prebuilt kernel tests run ------------
 stage_configure() {
   local args=(-S "$root" -B "$build_dir" -G Ninja)
   if [ ! -f "$build_dir/CMakeCache.txt" ]; then
@@ -194,7 +148,15 @@ stage_configure() {
     # Only the machine's own architecture: the build is half as long as for sm_80 and sm_90.
     arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
     [ -n "$arch" ] && args+=("-DCMAKE_CUDA_ARCHITECTURES=$arch")
-    [ -f "$root/third_party/googletest/CMakeLists.txt" ] && args+=("-DSTX_GTEST_SOURCE_DIR=$root/third_party/googletest")
+    if [ -f "$carry/googletest.tar.xz" ] && [ ! -d "$scratch/googletest" ]; then
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$carry/googletest.tar.xz" "$scratch"
+    fi
+    [ -f "$scratch/googletest/CMakeLists.txt" ] && args+=("-DSTX_GTEST_SOURCE_DIR=$scratch/googletest")
+    # The carried kernels library, when it was built from these very sources: the build skips the CUDA kernels.
+    if [ -f "$unpacked/libstx_kernels.a" ] &&
+      [ "$(cat "$carry/prebuilt/kernels-source.sha256" 2>/dev/null)" = "$(kernels_source_hash "$root")" ]; then
+      args+=("-DSTX_PREBUILT_KERNELS=$unpacked")
+    fi
   fi
   echo "cmake ${args[*]}" >>"$out_dir/build.log"
   timeout "$stage_cap" cmake "${args[@]}" >>"$out_dir/build.log" 2>&1
@@ -210,121 +172,134 @@ stage_configure() {
   return 0
 }
 
-build_targets() {
-  local targets=("$@") present=() t
-  for t in "${targets[@]}"; do
-    ninja -C "$build_dir" -t query "$t" >/dev/null 2>&1 && present+=("$t")
+
+# The prebuilt kernel tests and library travel xz-compressed; they are unpacked into the scratch folder. The
+# tests run where this machine's glibc and driver take them: a listing of the tests proves it.
+prebuilt="$carry/prebuilt"
+unpacked="$scratch/prebuilt"
+kernel_tests=""
+unpack_prebuilt() {
+  rm -rf "$unpacked" && mkdir -p "$unpacked"
+  local packed
+  for packed in "$prebuilt"/*.xz; do
+    [ -f "$packed" ] || continue
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+      "$packed" "$unpacked/$(basename "${packed%.xz}")" || return 1
   done
-  [ ${#present[@]} -gt 0 ] || return 1
-  echo "ninja ${present[*]}" >>"$out_dir/build.log"
-  timeout "$stage_cap" ninja -C "$build_dir" -k 0 -j "$cores" "${present[@]}" >>"$out_dir/build.log" 2>&1
+  [ -f "$unpacked/stx_cuda_tests" ] && chmod +x "$unpacked/stx_cuda_tests"
+  return 0
+}
+prebuilt_usable() {
+  [ -x "$unpacked/stx_cuda_tests" ] &&
+    LD_LIBRARY_PATH="$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 30 "$unpacked/stx_cuda_tests" \
+      --gtest_list_tests >/dev/null 2>>"$log"
 }
 
-stage_build_kernels() {
-  [ -f "$build_dir/build.ninja" ] || { note="not configured"; return 3; }
-  build_targets stx_kernels stx_kernel_tests stx_cuda_tests
-  case $? in
-    0) built_kernels=1; return 0 ;;
-    124) note="the build ran out of its time: see build.log" ;;
-    *) note="the kernels or their tests failed to build: see build.log" ;;
+# The background build: the kernel tests first when no prebuilt binary runs here, then the LibTorch part. Each
+# part leaves a file with its exit status in the build folder.
+build_status() { cat "$build_dir/gpu-check-$1.status" 2>/dev/null; }
+start_build() {
+  rm -f "$build_dir"/gpu-check-*.status
+  local kernel_targets=() targets=(stx_models stx_model_tests stx stx-bench)
+  [ -n "$kernel_tests" ] || kernel_targets=(stx_cuda_tests)
+  (
+    if [ ${#kernel_targets[@]} -gt 0 ]; then
+      echo "ninja ${kernel_targets[*]}" >>"$out_dir/build.log"
+      ninja -C "$build_dir" -k 0 -j "$cores" "${kernel_targets[@]}" >>"$out_dir/build.log" 2>&1
+      echo $? >"$build_dir/gpu-check-kernels.status"
+    fi
+    echo "ninja ${targets[*]}" >>"$out_dir/build.log"
+    ninja -C "$build_dir" -k 0 -j "$cores" "${targets[@]}" >>"$out_dir/build.log" 2>&1
+    local rc=$?
+    # The carried kernels library may not link with this machine's compiler: then the kernels are compiled here.
+    if [ $rc != 0 ] && grep -q '^STX_PREBUILT_KERNELS:PATH=.\+' "$build_dir/CMakeCache.txt"; then
+      echo "gpu-check: the build with the prebuilt kernels failed; compiling them here" >>"$out_dir/build.log"
+      cmake -S "$root" -B "$build_dir" -DSTX_PREBUILT_KERNELS= >>"$out_dir/build.log" 2>&1 &&
+        ninja -C "$build_dir" -k 0 -j "$cores" "${targets[@]}" >>"$out_dir/build.log" 2>&1
+      rc=$?
+    fi
+    echo $rc >"$build_dir/gpu-check-torch.status"
+  ) &
+  build_pid=$!
+}
+
+# wait_build PART: until PART's status file appears or the stage's time is up.
+wait_build() {
+  local until=$(($(date +%s) + stage_cap))
+  while [ -z "$(build_status "$1")" ] && [ "$(date +%s)" -lt $until ]; do sleep 2; done
+  case $(build_status "$1") in
+    0) return 0 ;;
+    "") note="still building when its time ran out: see build.log"; return 1 ;;
+    *) note="the build failed: see build.log"; grep -E 'error' "$out_dir/build.log" | head -30 >>"$log"; return 1 ;;
   esac
-  grep -E 'error' "$out_dir/build.log" | head -20 >>"$log"
-  return 1
 }
 
+built_torch=0
 stage_build_torch() {
-  [ -f "$build_dir/build.ninja" ] || { note="not configured"; return 3; }
-  build_targets stx_models stx_model_tests stx stx-bench
-  case $? in
-    0) built_torch=1; return 0 ;;
-    124) note="the build ran out of its time: see build.log" ;;
-    *) note="models, CLI or bench failed to build: see build.log" ;;
-  esac
-  grep -E 'error' "$out_dir/build.log" | head -40 >>"$log"
-  return 1
-}
-
-# ---- 4. CUDA tests, and memcheck on a few ------------------------------------------------------------------
-# run_gtest BINARY FILTER SECONDS LOG: runs a GoogleTest binary; after a crash (a signal, or the time running
-# out inside a test) it runs again without the test that was running, up to five times, so that one crash
-# hides no other result. Prints the counts as JSON: passed, failed, skipped, crashed, and the names.
-run_gtest() {
-  local binary=$1 filter=$2 seconds=$3 out=$4 excluded="" attempt rc last
-  : >"$out"
-  for attempt in 1 2 3 4 5 6; do
-    timeout --kill-after=5 "$seconds" "$binary" "--gtest_filter=$filter${excluded:+-$excluded}" >"$out.part" 2>&1
-    rc=$?
-    cat "$out.part" >>"$out"
-    last=$(sed -n 's/^\[ RUN      \] //p' "$out.part" | tail -1)
-    [ $rc -ge 124 ] && [ -n "$last" ] || break
-    grep -qE "^\[ +(OK|FAILED|SKIPPED) +\] $last([ ,]|$)" "$out.part" && break
-    echo "CRASHED: $last (exit $rc)" >>"$out"
-    excluded="${excluded:+$excluded:}$last"
-  done
-  python3 - "$out" <<'PY'
-import json, re, sys
-text = open(sys.argv[1], errors="replace").read()
-# A test run again after another's crash counts once, with its last result.
-status = {}
-for word, name in re.findall(r"^\[ +(OK|FAILED|SKIPPED) +\] ([^\s,]+)(?:, .*)? \(\d+ ms\)$", text, re.M):
-    status[name] = word
-crashed = re.findall(r"^CRASHED: (\S+)", text, re.M)
-count = lambda word: sum(1 for s in status.values() if s == word)
-print(json.dumps({"passed": count("OK"), "failed": count("FAILED"), "skipped": count("SKIPPED"),
-                  "crashed": len(crashed), "failed_tests": [n for n, s in status.items() if s == "FAILED"][:20],
-                  "crashed_tests": crashed}))
-PY
-}
-
-stage_cuda_tests() {
-  [ "$built_kernels" = 1 ] || { note="the kernel tests were not built"; return 3; }
-  local rc=0 k m
-  k=$(run_gtest "$build_dir/tests/stx_cuda_tests" '*' $((stage_cap / 2)) "$build_dir/gpu-check-kernel-tests.log")
-  cat "$build_dir/gpu-check-kernel-tests.log" >>"$log"
-  if [ "$built_torch" = 1 ]; then
-    m=$(run_gtest "$build_dir/tests/stx_model_tests" '*Cuda*' $((stage_cap / 3)) "$build_dir/gpu-check-model-tests.log")
-    cat "$build_dir/gpu-check-model-tests.log" >>"$log"
-  else
-    m='{"error": "not built"}'
-    rc=1
+  if [ "$no_build" = 1 ]; then
+    [ -x "$build_dir/app/cli/stx" ] || { note="--no-build: $build_dir has no stx"; return 1; }
+    built_torch=1
+    note="--no-build: $build_dir as it is"
+    return 0
   fi
-  figures="{\"kernels\": $k, \"models\": $m}"
-  note="kernels $k; models $m"
-  python3 -c 'import json,sys; sys.exit(0 if all(json.loads(a).get("failed", 1) == 0 and json.loads(a).get("crashed", 1) == 0 and json.loads(a).get("passed", 0) > 0 for a in sys.argv[1:]) else 1)' "$k" "$m" || rc=1
+  [ -n "${build_pid:-}" ] || { note="not configured"; return 3; }
+  wait_build torch || return 1
+  built_torch=1
+  note="built $(grep -c '^\[' "$out_dir/build.log") steps"
+}
+
+# ---- 4. the CUDA kernel tests (prebuilt), memcheck on a few, then the model's -----------------------------
+stage_kernel_tests() {
+  if [ -z "$kernel_tests" ]; then
+    [ "$no_build" = 0 ] || { note="--no-build and no prebuilt kernel tests"; return 3; }
+    local until=$(($(date +%s) + stage_cap))
+    wait_build kernels || return 1
+    kernel_tests="$build_dir/tests/stx_cuda_tests"
+    stage_cap=$((until - $(date +%s)))
+  fi
+  local k
+  k=$(LD_LIBRARY_PATH="$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" run_gtest "$kernel_tests" '*' "$stage_cap" \
+    "$out_dir/kernel-tests.log")
+  cat "$out_dir/kernel-tests.log" >>"$log"
+  figures="{\"binary\": \"${kernel_tests/#$root\//}\", \"kernels\": $k}"
+  note="${kernel_tests/#$root\//}: $k"
   if [ "$have_device" = 0 ]; then
-    note="skipped: no CUDA device (the suites ran and skipped: $note)"
-    python3 -c 'import json,sys; sys.exit(0 if all(json.loads(a).get("failed", 1) == 0 and json.loads(a).get("crashed", 1) == 0 for a in sys.argv[1:]) else 1)' "$k" "$m" && return 3
+    note="skipped: no CUDA device (the suite ran and skipped: $k)"
+    python3 -c 'import json,sys; r = json.loads(sys.argv[1]); sys.exit(0 if r.get("failed", 1) == 0 and r.get("crashed", 1) == 0 else 1)' "$k" && return 3
     return 1
   fi
-  return $rc
+  python3 -c 'import json,sys; r = json.loads(sys.argv[1]); sys.exit(0 if r.get("failed", 1) == 0 and r.get("crashed", 1) == 0 and r.get("passed", 0) > 0 else 1)' "$k"
 }
 
 stage_memcheck() {
   [ "$have_device" = 1 ] || { no_device; return; }
-  [ "$built_kernels" = 1 ] || { note="the kernel tests were not built"; return 3; }
+  [ -n "$kernel_tests" ] || { note="no kernel tests to run"; return 3; }
   command -v compute-sanitizer >/dev/null || { note="compute-sanitizer is not installed"; return 3; }
   # One small case of each kernel and dtype: the forward, backward and decode of an awkward size, and GELU.
-  within "$stage_cap" compute-sanitizer --tool memcheck --error-exitcode 7 \
-    "$build_dir/tests/stx_cuda_tests" --gtest_filter='Cases/*_n113_*:Cases/*_n7_*:CudaGelu.*'
+  LD_LIBRARY_PATH="$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" within "$stage_cap" compute-sanitizer \
+    --tool memcheck --error-exitcode 7 "$kernel_tests" --gtest_filter='Cases/*_n113_*:Cases/*_n7_*:CudaGelu.*'
   local rc=$?
   note="compute-sanitizer memcheck exit $rc"
   [ $rc = 0 ]
 }
 
-# ---- 5. the attention benchmark against LibTorch's dense attention -----------------------------------------
-stage_bench() {
-  [ "$built_torch" = 1 ] || { note="stx-bench was not built"; return 3; }
-  [ "$have_device" = 1 ] || { no_device; return; }
-  within "$stage_cap" "$build_dir/bench/stx-bench" attention --device cuda --n 4096,16384 \
-    --json "$out_dir/bench-attention.json"
-  local rc=$?
-  note="stx-bench attention --device cuda exit $rc"
-  [ -f "$out_dir/bench-attention.json" ] && figures=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$out_dir/bench-attention.json" 2>/dev/null)
-  [ $rc = 0 ]
+stage_model_tests() {
+  [ "$built_torch" = 1 ] || { note="the model tests were not built"; return 3; }
+  local m
+  m=$(run_gtest "$build_dir/tests/stx_model_tests" '*Cuda*' "$stage_cap" "$out_dir/model-tests.log")
+  cat "$out_dir/model-tests.log" >>"$log"
+  figures="{\"models\": $m}"
+  note="models $m"
+  if [ "$have_device" = 0 ]; then
+    note="skipped: no CUDA device (the suite ran and skipped: $m)"
+    python3 -c 'import json,sys; r = json.loads(sys.argv[1]); sys.exit(0 if r.get("failed", 1) == 0 and r.get("crashed", 1) == 0 else 1)' "$m" && return 3
+    return 1
+  fi
+  python3 -c 'import json,sys; r = json.loads(sys.argv[1]); sys.exit(0 if r.get("failed", 1) == 0 and r.get("crashed", 1) == 0 and r.get("passed", 0) > 0 else 1)' "$m"
 }
 
-# ---- 6. training on CUDA: the first step's loss equals the CPU's, and the loss falls -----------------------
-text_data="$build_dir/gpu-check-text.txt"
+# ---- 5. training on CUDA: the first step's loss equals the CPU's, and the loss falls -----------------------
+text_data="$scratch/gpu-check-text.txt"
 # loss_at FILE STEP: the loss printed for step STEP ("step 1/200 (0%) loss 7.981 bpb ...").
 loss_at() { sed -n "s/^step $2\/[0-9]* .* loss \([0-9.]*\) bpb.*/\1/p" "$1" | tail -1; }
 last_loss() { sed -n 's/^step [0-9]*\/[0-9]* .* loss \([0-9.]*\) bpb.*/\1/p' "$1" | tail -1; }
@@ -332,45 +307,45 @@ last_loss() { sed -n 's/^step [0-9]*\/[0-9]* .* loss \([0-9.]*\) bpb.*/\1/p' "$1
 train_run() {  # train_run NAME SECONDS ARGS...: one stx train into $build_dir/gpu-train/NAME
   local name=$1 seconds=$2
   shift 2
-  rm -rf "$build_dir/gpu-train/$name"
+  rm -rf "$scratch/gpu-train/$name"
   timeout --kill-after=5 "$seconds" "$build_dir/app/cli/stx" train --preset text-small --data "$text_data" \
-    --out "$build_dir/gpu-train/$name" --seed 1 --deterministic "$@" >"$build_dir/gpu-train/$name.log" 2>&1
+    --out "$scratch/gpu-train/$name" --seed 1 --deterministic "$@" >"$scratch/gpu-train/$name.log" 2>&1
   local rc=$?
-  cat "$build_dir/gpu-train/$name.log" >>"$log"
+  cat "$scratch/gpu-train/$name.log" >>"$log"
   return $rc
 }
 
 stage_train() {
   [ "$built_torch" = 1 ] || { note="stx was not built"; return 3; }
-  mkdir -p "$build_dir/gpu-train"
+  mkdir -p "$scratch/gpu-train"
   # A small text the script brings: the project's own documents, about 200 KB.
   cat "$root/README.md" "$root"/docs/*.md >"$text_data"
   train_run cpu1 $((stage_cap / 4)) --device cpu --steps 1 --batch 4 || { note="CPU training failed"; return 1; }
   local cpu_first
-  cpu_first=$(loss_at "$build_dir/gpu-train/cpu1.log" 1)
+  cpu_first=$(loss_at "$scratch/gpu-train/cpu1.log" 1)
   [ "$have_device" = 1 ] || { note="skipped: no CUDA device (CPU first-step loss $cpu_first bpb)"; return 3; }
 
-  local steps=300 rc=0 fp32_first fp32_last detail=""
-  train_run fp32 $((stage_cap / 3)) --device cuda --steps $steps --batch 4 --eval-every 100 || rc=1
-  fp32_first=$(loss_at "$build_dir/gpu-train/fp32.log" 1)
-  fp32_last=$(last_loss "$build_dir/gpu-train/fp32.log")
+  local steps=150 rc=0 fp32_first fp32_last detail=""
+  train_run fp32 $((stage_cap / 3)) --device cuda --steps $steps --batch 4 --eval-every 0 || rc=1
+  fp32_first=$(loss_at "$scratch/gpu-train/fp32.log" 1)
+  fp32_last=$(last_loss "$scratch/gpu-train/fp32.log")
   detail="fp32: first $fp32_first (CPU $cpu_first), last $fp32_last"
   # bf16 and fp16 autocast, with recompute, a short run each.
   local p first last
   for p in bf16 fp16; do
     train_run "$p" $((stage_cap / 6)) --device cuda --steps 50 --batch 4 --precision $p || rc=1
-    first=$(loss_at "$build_dir/gpu-train/$p.log" 1)
-    last=$(last_loss "$build_dir/gpu-train/$p.log")
+    first=$(loss_at "$scratch/gpu-train/$p.log" 1)
+    last=$(last_loss "$scratch/gpu-train/$p.log")
     detail+="; $p: first $first, last $last"
     python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b < a else 1)' "${first:-0}" "${last:-99}" || rc=1
   done
   # Data-parallel over two processes on CUDA: NCCL where each has a GPU of its own, else Gloo, and it says which.
   train_run ddp $((stage_cap / 6)) --device cuda --steps 5 --batch 4 --nproc 2 || rc=1
   local backend
-  backend=$(grep -o 'data-parallel over [0-9]* processes through .*' "$build_dir/gpu-train/ddp.log" | head -1)
+  backend=$(grep -o 'data-parallel over [0-9]* processes through .*' "$scratch/gpu-train/ddp.log" | head -1)
   detail+="; ${backend:-no data-parallel line}"
   # The CUDA checkpoint evaluated on the CPU: it loads there.
-  within 60 "$build_dir/app/cli/stx" eval --model "$build_dir/gpu-train/fp32" --data "$text_data" --windows 4 || rc=1
+  within 60 "$build_dir/app/cli/stx" eval --model "$scratch/gpu-train/fp32" --data "$text_data" --windows 4 --device cpu || rc=1
   figures=$(python3 -c 'import json,sys; print(json.dumps({"cpu_first": sys.argv[1], "cuda_fp32_first": sys.argv[2], "cuda_fp32_last": sys.argv[3]}))' \
     "$cpu_first" "$fp32_first" "$fp32_last")
   python3 - "$cpu_first" "$fp32_first" "$fp32_last" <<'PY' || rc=1
@@ -384,14 +359,14 @@ PY
   return $rc
 }
 
-# ---- 7. CUDA sampling ---------------------------------------------------------------------------------------
+# ---- 5b. CUDA sampling ---------------------------------------------------------------------------------------
 stage_sample() {
   [ "$built_torch" = 1 ] || { note="stx was not built"; return 3; }
   local stx="$build_dir/app/cli/stx" rc=0 rates=() kind
   if [ "$have_device" = 0 ]; then
     # Here the CPU side: --device cuda must be refused in one line with exit 2.
     "$stx" sample text --model text --prompt "In the beginning" --max-bytes 10 --device cuda \
-      --out "$build_dir/gpu-sample.txt" --force >>"$log" 2>&1
+      --out "$scratch/gpu-sample.txt" --force >>"$log" 2>&1
     rc=$?
     [ $rc = 2 ] || { note="--device cuda without a device exited $rc, not 2"; return 1; }
     no_device "--device cuda refused with exit 2"
@@ -400,9 +375,9 @@ stage_sample() {
   for kind in text audio; do
     local args=(--model "$kind" --seed 1 --device cuda --force)
     if [ $kind = text ]; then
-      args+=(--prompt "In the beginning" --max-bytes 1000 --out "$build_dir/gpu-sample.txt")
+      args+=(--prompt "In the beginning" --max-bytes 1000 --out "$scratch/gpu-sample.txt")
     else
-      args+=(--seconds 1 --out "$build_dir/gpu-sample.wav")
+      args+=(--seconds 1 --out "$scratch/gpu-sample.wav")
     fi
     # One sample, then four at once: where a GPU's width pays.
     for n in 1 4; do
@@ -414,39 +389,65 @@ stage_sample() {
   return $rc
 }
 
-# ---- 8. optional: the audio recipe on the GPU for the minutes left ----------------------------------------
-stage_audio_training() {
+# ---- 6. the attention benchmark against LibTorch's dense attention -----------------------------------------
+stage_bench() {
+  [ "$built_torch" = 1 ] || { note="stx-bench was not built"; return 3; }
   [ "$have_device" = 1 ] || { no_device; return; }
-  [ "$built_torch" = 1 ] || { note="stx was not built"; return 3; }
-  local subset="$root/third_party/audio-subset"
-  [ -d "$subset" ] || { note="no corpus subset carried (third_party/audio-subset)"; return 3; }
-  local seconds=$((stage_cap - 30))
-  [ $seconds -ge 60 ] || { note="under a minute left"; return 3; }
-  local run="$build_dir/gpu-audio"
-  # The bundled model, fine-tuned at its recipe's context with the larger batch a GPU affords; SIGINT at the
-  # deadline stops it after the current step with a checkpoint (exit 130).
-  timeout --signal=INT --kill-after=30 "$seconds" "$build_dir/app/cli/stx" train --init-from audio \
-    --data "$subset" --out "$run" --device cuda --precision bf16 --batch 4 --lr 0.0006 --warmup-steps 20 \
-    --steps 3000 --eval-every 100 --checkpoint-every 50 --keep 1 >>"$log" 2>&1
+  within "$stage_cap" "$build_dir/bench/stx-bench" attention --device cuda --n 4096,16384 \
+    --json "$out_dir/bench-attention.json"
   local rc=$?
-  if [ -f "$run/latest.json" ]; then
-    "$build_dir/app/cli/stx" export --model "$run" --out "$build_dir/gpu-audio-fp16" --fp16 >>"$log" 2>&1 &&
-      tar -C "$build_dir" -cf "$out_dir/audio-checkpoint.tar" gpu-audio-fp16 && note="audio checkpoint returned"
-  fi
-  [ $rc = 0 ] || [ $rc = 130 ] || [ $rc = 124 ]
+  note="stx-bench attention --device cuda exit $rc"
+  [ -f "$out_dir/bench-attention.json" ] && figures=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$out_dir/bench-attention.json" 2>/dev/null)
+  [ $rc = 0 ]
 }
 
-say "started $(date -u +%FT%TZ) on $(hostname), $cores cores, deadline ${deadline} s, dry run $dry_run"
+# ---- 7. every second left: the bundled models trained, evaluated and exported under OUT_DIR/home ----------
+stage_home_training() {
+  [ "$built_torch" = 1 ] || { note="stx was not built"; return 3; }
+  local args=(--stx "$build_dir/app/cli/stx" --work "$scratch" --out "$out_dir"
+    --until $((started + deadline - 10)))
+  if [ "$have_device" = 1 ]; then
+    args+=(--device cuda)
+  elif [ "$dry_run" = 1 ]; then
+    args+=(--device cpu --steps 1)  # the dry run: one CPU step of each model, to prove the way home
+  else
+    no_device
+    return
+  fi
+  "$root/tools/gpu-train-home.sh" "${args[@]}" >"$out_dir/home-training.log" 2>&1
+  local rc=$?
+  cat "$out_dir/home-training.log" >>"$log"
+  note=$(tr '\n' ';' <"$out_dir/home-training.log")
+  figures=$(python3 -c 'import glob,json,sys; print(json.dumps({r["kind"]: r for r in (json.load(open(p)) for p in sorted(glob.glob(sys.argv[1] + "/home/*/record.json")))}))' "$out_dir")
+  return $rc
+}
+
+say "started $(date -u +%FT%TZ) on $(hostname), $cores cores, deadline ${deadline} s, dry run $dry_run, train only $train_only"
 run_stage versions 30 stage_versions
-run_stage deps 30 stage_deps
-run_stage configure 120 stage_configure
-run_stage build-kernels 200 stage_build_kernels
-run_stage build-torch 300 stage_build_torch
-run_stage cuda-tests 90 stage_cuda_tests
-run_stage memcheck 60 stage_memcheck
-run_stage bench-attention 90 stage_bench
-run_stage train 120 stage_train
-run_stage sample 90 stage_sample
-run_stage audio-training 100000 stage_audio_training
+unpack_prebuilt || say "the carried prebuilt files would not unpack"
+if [ "$no_build" = 0 ]; then
+  run_stage deps 30 stage_deps
+  run_stage configure 120 stage_configure
+fi
+if prebuilt_usable; then
+  kernel_tests="$unpacked/stx_cuda_tests"
+  say "prebuilt kernel tests: $(tr '\n' ';' <"$prebuilt/MANIFEST" 2>/dev/null)"
+else
+  say "no prebuilt kernel tests that run here: they are built first"
+fi
+[ "$no_build" = 0 ] && [ -f "$build_dir/build.ninja" ] && start_build
+if [ "$train_only" = 0 ]; then
+  # Without a prebuilt binary the stage waits for the kernels' part of the build (about 100 s on 16 cores).
+  run_stage kernel-tests $([ -n "$kernel_tests" ] && echo 90 || echo 240) stage_kernel_tests
+  run_stage memcheck 60 stage_memcheck
+fi
+run_stage build-torch 330 stage_build_torch
+if [ "$train_only" = 0 ]; then
+  run_stage model-tests 60 stage_model_tests
+  run_stage train-parity 90 stage_train
+  run_stage sample 45 stage_sample
+  run_stage bench-attention 60 stage_bench
+fi
+run_stage home-training 100000 stage_home_training
 say "finished in $(($(date +%s) - started)) s; summary in $summary"
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s["ok"] else 1)' "$summary"
