@@ -249,6 +249,18 @@ stage_build_torch() {
 }
 
 # ---- 4. the CUDA kernel tests (prebuilt), memcheck on a few, then the model's -----------------------------
+# suite_verdict COUNTS: a test stage's status from run_gtest's counts: pass when tests passed and none failed
+# or crashed; without a device, skipped (the note says so) when none failed, as every CUDA test skips there.
+suite_verdict() {
+  local all_passed='import json,sys; r = json.loads(sys.argv[1]); sys.exit(0 if r.get("failed", 1) == 0 and r.get("crashed", 1) == 0 and (sys.argv[2] == "0" or r.get("passed", 0) > 0) else 1)'
+  if [ "$have_device" = 0 ]; then
+    note="skipped: no CUDA device (the suite ran and skipped: $1)"
+    python3 -c "$all_passed" "$1" 0 && return 3
+    return 1
+  fi
+  python3 -c "$all_passed" "$1" 1
+}
+
 stage_kernel_tests() {
   if [ -z "$kernel_tests" ]; then
     [ "$no_build" = 0 ] || { note="--no-build and no prebuilt kernel tests"; return 3; }
@@ -263,12 +275,7 @@ stage_kernel_tests() {
   cat "$out_dir/kernel-tests.log" >>"$log"
   figures="{\"binary\": \"${kernel_tests/#$root\//}\", \"kernels\": $k}"
   note="${kernel_tests/#$root\//}: $k"
-  if [ "$have_device" = 0 ]; then
-    note="skipped: no CUDA device (the suite ran and skipped: $k)"
-    python3 -c 'import json,sys; r = json.loads(sys.argv[1]); sys.exit(0 if r.get("failed", 1) == 0 and r.get("crashed", 1) == 0 else 1)' "$k" && return 3
-    return 1
-  fi
-  python3 -c 'import json,sys; r = json.loads(sys.argv[1]); sys.exit(0 if r.get("failed", 1) == 0 and r.get("crashed", 1) == 0 and r.get("passed", 0) > 0 else 1)' "$k"
+  suite_verdict "$k"
 }
 
 stage_memcheck() {
@@ -290,12 +297,7 @@ stage_model_tests() {
   cat "$out_dir/model-tests.log" >>"$log"
   figures="{\"models\": $m}"
   note="models $m"
-  if [ "$have_device" = 0 ]; then
-    note="skipped: no CUDA device (the suite ran and skipped: $m)"
-    python3 -c 'import json,sys; r = json.loads(sys.argv[1]); sys.exit(0 if r.get("failed", 1) == 0 and r.get("crashed", 1) == 0 else 1)' "$m" && return 3
-    return 1
-  fi
-  python3 -c 'import json,sys; r = json.loads(sys.argv[1]); sys.exit(0 if r.get("failed", 1) == 0 and r.get("crashed", 1) == 0 and r.get("passed", 0) > 0 else 1)' "$m"
+  suite_verdict "$m"
 }
 
 # ---- 5. training on CUDA: the first step's loss equals the CPU's, and the loss falls -----------------------
