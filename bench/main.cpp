@@ -8,7 +8,7 @@
 #include "attention_bench.h"
 #include "quality_bench.h"
 #include "sample_bench.h"
-#include "stx/engine/process_start.h"
+#include "stx/engine/process/process_start.h"
 #include "train_bench.h"
 
 namespace {

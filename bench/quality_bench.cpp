@@ -19,13 +19,13 @@
 #include <thread>
 #include <vector>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/checkpoint.h"
-#include "stx/engine/crops.h"
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/crops.h"
+#include "stx/engine/data/dataset.h"
 #include "stx/engine/error.h"
 #include "stx/engine/evaluate.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 #include "stx/engine/model_data.h"
 #include "stx/engine/threads.h"
 #include "stx/models/linear_predictor.h"

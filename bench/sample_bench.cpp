@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/models/cpu_decoder.h"
 #include "stx/models/expert_decoder.h"
 #include "stx/models/model_config.h"

@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <string>
 
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 #include "stx/engine/error.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 #include "stx/engine/sampler.h"
-#include "stx/engine/spectral_flatness.h"
-#include "stx/engine/tonal_peaks.h"
+#include "stx/engine/measures/spectral_flatness.h"
+#include "stx/engine/measures/tonal_peaks.h"
 
 namespace stx::bench {
 namespace {

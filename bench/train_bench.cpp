@@ -20,7 +20,7 @@
 #include "contention.h"
 #include "memory.h"
 #include "stx/engine/allocator.h"
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/models/sparse_transformer.h"
 #include "timing.h"
 

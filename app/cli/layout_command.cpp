@@ -9,7 +9,7 @@
 
 #include "layout_png.h"
 #include "option_checks.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 #include "stx/engine/layout_report.h"
 
 namespace stx::cli {

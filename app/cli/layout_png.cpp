@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "stx/engine/layout_report.h"
-#include "stx/engine/png_writer.h"
+#include "stx/engine/export/png_writer.h"
 
 namespace stx::cli {
 

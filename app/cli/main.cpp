@@ -14,7 +14,7 @@
 #include "sample_command.h"
 #include "stx/engine/error.h"
 #include "stx/engine/threads.h"
-#include "stx/engine/process_start.h"
+#include "stx/engine/process/process_start.h"
 #include "train_command.h"
 
 namespace {

@@ -12,7 +12,7 @@
 #include "pattern_options.h"
 #include "sampling_options.h"
 #include "stx/engine/checkpoint.h"
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/dataset.h"
 #include "stx/engine/evaluate.h"
 #include "stx/engine/model_data.h"
 #include "stx/engine/model_session.h"

@@ -19,7 +19,7 @@
 #include "option_checks.h"
 #include "pattern_options.h"
 #include "progress_printer.h"
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/device.h"
 #include "stx/engine/distributed_settings.h"

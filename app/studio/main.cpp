@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "screenshots/screenshot_tour.h"
-#include "stx/engine/process_start.h"
+#include "stx/engine/process/process_start.h"
 #include "window/main_window.h"
 
 #ifndef STX_VERSION

@@ -16,10 +16,10 @@
 #include <sstream>
 #include <type_traits>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/bundled_models.h"
 #include "stx/engine/error.h"
-#include "stx/engine/safetensors.h"
+#include "stx/engine/io/safetensors.h"
 #include "stx/engine/trainer.h"
 #include "stx/engine/training_memory.h"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "stx/engine/crops.h"
+#include "stx/engine/data/crops.h"
 #include "torch_device.h"
 
 namespace stx::engine {

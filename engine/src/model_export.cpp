@@ -4,7 +4,7 @@
 #include <string>
 #include <system_error>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
 

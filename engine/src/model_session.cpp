@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
-#include "stx/engine/safetensors.h"
+#include "stx/engine/io/safetensors.h"
 #include "stx/engine/sampler.h"
 #include "stx/kernels/pattern.h"
 #include "stx/models/token_decoder.h"

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <set>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/checkpoint.h"
 
 #include <signal.h>

@@ -23,8 +23,8 @@
 
 #include "stx/engine/allocator.h"
 #include "stx/engine/checkpoint.h"
-#include "stx/engine/crops.h"
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/crops.h"
+#include "stx/engine/data/dataset.h"
 #include "stx/engine/device.h"
 #include "torch_device.h"
 #include "distributed.h"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The text corpus: the King James Bible as printed by `bible -f Gen1:1-Rev22:21` (Debian's bible-kjv),
 # one file, about 4.4 MB. The held-out split is its last 5% of bytes, which is how `stx train` and `stx eval`
-# split a single text file (engine/include/stx/engine/dataset.h).
+# split a single text file (engine/include/stx/engine/data/dataset.h).
 #
 #   models/recipes/text-kjv.sh [OUT_DIR]     (default: $STX_DATA/kjv, with STX_DATA defaulting to ~/stx-data)
 source "$(dirname "$0")/common.sh"

@@ -29,8 +29,8 @@ class StepBarrier {
   }
 
   // How many times a waiting thread of `parts` looks before it sleeps: about as long as libgomp with the
-  // GOMP_SPINCOUNT the programs start with (engine/include/stx/engine/process_start.h). With more threads than processors,
-  // as libgomp does, much less: the thread awaited may be waiting for this very core.
+  // GOMP_SPINCOUNT the programs start with (stx/engine/process/process_start.h). With more threads than
+  // processors, as libgomp does, much less: the thread awaited may be waiting for this very core.
   static int spins_for(int parts) { return parts > omp_get_num_procs() ? 100 : 3000; }
 
   template <class WhileWaiting>

@@ -12,7 +12,7 @@
 
 #include "cli_test_support.h"
 #include "stx/engine/checkpoint.h"
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/device.h"
 #include "stx/models/model_config.h"
 

@@ -13,9 +13,9 @@
 #include <limits>
 
 #include "cli_test_support.h"
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/checkpoint.h"
-#include "stx/engine/safetensors.h"
+#include "stx/engine/io/safetensors.h"
 
 #ifdef STX_CLI_PATH
 

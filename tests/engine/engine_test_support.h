@@ -2,41 +2,19 @@
 // config, and a small text corpus.
 #pragma once
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
 #include <string>
 
+#include "../support/temp_folder.h"
 #include "stx/engine/error.h"
 #include "stx/engine/trainer.h"
 #include "stx/models/model_config.h"
 #include "tiny_model.h"
 
 namespace stx::test {
-
-class TempFolder {
- public:
-  TempFolder() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("stx-engine-test-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // The message of the stx::engine::Error that `f` throws, or "" when it throws none.
 inline std::string error_of(const std::function<void()>& f) {

@@ -10,10 +10,10 @@
 #include <fstream>
 
 #include "engine_test_support.h"
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
-#include "stx/engine/safetensors.h"
+#include "stx/engine/io/safetensors.h"
 
 namespace {
 

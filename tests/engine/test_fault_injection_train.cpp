@@ -16,11 +16,13 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine_test_support.h"
@@ -127,17 +129,28 @@ int count_saves(const std::vector<Event>& events, int64_t step) {
   return count;
 }
 
-TEST_F(FaultInjectionTrain, CancelInTheCheckpointSavedHandlerKeepsThatCheckpoint) {
-  // The GUI reacts to CheckpointSaved; a cancel from there arrives right after a commit.
+// Trains into `run`, cancelling from the event handler at the first event `cancel_at` accepts (as the GUI's
+// handlers may); returns how the run ended and every event it sent.
+std::pair<JobEnded, std::vector<Event>> train_cancelled_at(const fs::path& data, const fs::path& run,
+                                                            const std::function<bool(const Event&)>& cancel_at) {
   std::atomic<bool> cancel{false};
   std::vector<Event> events;
-  const JobEnded end = train(
-      options(data_, tmp_ / "run"),
+  JobEnded end = train(
+      options(data, run),
       [&](const Event& e) {
         events.push_back(e);
-        if (auto* saved = std::get_if<CheckpointSaved>(&e); saved && saved->step == 2) cancel = true;
+        if (cancel_at(e)) cancel = true;
       },
       cancel);
+  return {end, events};
+}
+
+TEST_F(FaultInjectionTrain, CancelInTheCheckpointSavedHandlerKeepsThatCheckpoint) {
+  // The GUI reacts to CheckpointSaved; a cancel from there arrives right after a commit.
+  const auto [end, events] = train_cancelled_at(data_, tmp_ / "run", [](const Event& e) {
+    const auto* saved = std::get_if<CheckpointSaved>(&e);
+    return saved && saved->step == 2;
+  });
 
   ASSERT_EQ(end.outcome, JobEnded::Outcome::cancelled) << end.message;
   EXPECT_EQ(end.checkpoint, RunFolder(tmp_ / "run").folder_for(2));
@@ -147,15 +160,10 @@ TEST_F(FaultInjectionTrain, CancelInTheCheckpointSavedHandlerKeepsThatCheckpoint
 
 TEST_F(FaultInjectionTrain, CancelOnAStepThatSavesSavesThatStepOnce) {
   // Cancelled after step 3's optimiser step but before its validation and save.
-  std::atomic<bool> cancel{false};
-  std::vector<Event> events;
-  const JobEnded end = train(
-      options(data_, tmp_ / "run"),
-      [&](const Event& e) {
-        events.push_back(e);
-        if (auto* progress = std::get_if<TrainProgress>(&e); progress && progress->step == 3) cancel = true;
-      },
-      cancel);
+  const auto [end, events] = train_cancelled_at(data_, tmp_ / "run", [](const Event& e) {
+    const auto* progress = std::get_if<TrainProgress>(&e);
+    return progress && progress->step == 3;
+  });
 
   ASSERT_EQ(end.outcome, JobEnded::Outcome::cancelled) << end.message;
   EXPECT_EQ(end.checkpoint, RunFolder(tmp_ / "run").folder_for(3));

@@ -16,7 +16,7 @@
 #include "engine_test_support.h"
 #include "stx/engine/checkpoint.h"
 #include "stx/engine/error.h"
-#include "stx/engine/safetensors.h"
+#include "stx/engine/io/safetensors.h"
 #include "stx/engine/trainer.h"
 
 namespace {

@@ -11,11 +11,11 @@
 
 #include "engine_test_support.h"
 #include "stx/engine/checkpoint.h"
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/dataset.h"
 #include "stx/engine/device.h"
 #include "stx/engine/error.h"
 #include "stx/engine/evaluate.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 #include "stx/engine/mulaw.h"
 #include "stx/engine/model_data.h"
 #include "stx/engine/model_session.h"

@@ -11,10 +11,10 @@
 
 #include "engine_test_support.h"
 #include "stx/engine/checkpoint.h"
-#include "stx/engine/crops.h"
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/crops.h"
+#include "stx/engine/data/dataset.h"
 #include "stx/engine/evaluate.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 #include "stx/engine/model_data.h"
 #include "stx/engine/mulaw.h"
 #include "stx/engine/trainer.h"

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 #include "stx/engine/error.h"
 
 // libvorbis (under libsndfile) leaks a vorbis_info when it fails to open some crafted multi-stream Ogg files

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "stx/engine/error.h"
-#include "stx/engine/image_io.h"
+#include "stx/engine/data/image_io.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "stx/engine/safetensors.h"
+#include "stx/engine/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using stx::engine::SafetensorsFile;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../../engine/src/data/idx_images.h"
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/dataset.h"
 #include "stx/engine/error.h"
 
 namespace {

@@ -26,8 +26,8 @@
 #include "core/sampling_controls.h"
 #include "core/studio_context.h"
 #include "studio_test_support.h"
-#include "stx/engine/audio_io.h"
-#include "stx/engine/export.h"
+#include "stx/engine/data/audio_io.h"
+#include "stx/engine/export/export.h"
 #include "stx/engine/pattern_view.h"
 
 using namespace stx::studio;

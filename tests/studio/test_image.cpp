@@ -22,9 +22,9 @@
 #include "image/image_controls.h"
 #include "image/image_tab.h"
 #include "studio_test_support.h"
-#include "stx/engine/image_io.h"
+#include "stx/engine/data/image_io.h"
 #include "stx/engine/pattern_view.h"
-#include "stx/engine/png_writer.h"
+#include "stx/engine/export/png_writer.h"
 
 using namespace stx::studio;
 using stx::studio::test::make_tiny_model;

@@ -29,7 +29,7 @@
 #include "core/studio_context.h"
 #include "studio_test_support.h"
 #include "stx/engine/device.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 #include "stx/engine/model_session.h"
 #include "stx/engine/mulaw.h"
 #include "wizard/base_model_page.h"

@@ -6,7 +6,7 @@
 #include <array>
 
 #include "stx/engine/mulaw.h"
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 
 namespace stx::studio {
 

@@ -31,8 +31,8 @@
 #include "core/model_text.h"
 #include "core/sampling_controls.h"
 #include "core/studio_context.h"
-#include "stx/engine/audio_io.h"
-#include "stx/engine/export.h"
+#include "stx/engine/data/audio_io.h"
+#include "stx/engine/export/export.h"
 
 namespace stx::studio {
 

@@ -5,7 +5,7 @@
 #include <exception>
 #include <memory>
 
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 
 namespace stx::studio {
 

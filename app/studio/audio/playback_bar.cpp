@@ -10,7 +10,7 @@
 
 #include "audio/audio_player.h"
 #include "audio/waveform_view.h"
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 
 namespace stx::studio {
 

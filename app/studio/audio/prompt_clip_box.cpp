@@ -13,7 +13,7 @@
 #include <cmath>
 
 #include "audio/clip_loader.h"
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 
 namespace stx::studio {
 

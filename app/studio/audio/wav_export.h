@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/engine_types.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 
 class QWidget;
 

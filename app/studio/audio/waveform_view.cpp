@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "stx/engine/mulaw.h"
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 
 namespace stx::studio {
 

@@ -33,9 +33,9 @@
 #include "core/studio_context.h"
 #include "core/studio_tab.h"
 #include "image/image_tab.h"
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/bundled_models.h"
-#include "stx/engine/process_start.h"
+#include "stx/engine/process/process_start.h"
 #include "text/text_tab.h"
 #include "window/main_window.h"
 

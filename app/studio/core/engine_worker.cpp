@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "core/device_choice.h"
-#include "stx/engine/audio_io.h"
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/audio_io.h"
+#include "stx/engine/data/dataset.h"
 #include "stx/engine/error.h"
 #include "stx/engine/threads.h"
 

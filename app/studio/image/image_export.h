@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "core/engine_types.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 
 namespace stx::studio {
 

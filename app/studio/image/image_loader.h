@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "core/engine_types.h"
-#include "stx/engine/image_io.h"
+#include "stx/engine/data/image_io.h"
 
 class QThread;
 

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 
 namespace stx::studio {
 

@@ -7,7 +7,7 @@
 #include <QMessageBox>
 #include <filesystem>
 
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 
 namespace stx::studio {
 

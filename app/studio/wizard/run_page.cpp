@@ -14,7 +14,7 @@
 #include "core/engine_host.h"
 #include "core/job_progress.h"
 #include "core/studio_context.h"
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 #include "wizard/sample_view.h"
 #include "wizard/train_wizard.h"
 #include "wizard/training_chart.h"

@@ -5,7 +5,7 @@
 #include <QPainterPath>
 #include <algorithm>
 
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 #include "stx/engine/mulaw.h"
 
 namespace stx::studio {

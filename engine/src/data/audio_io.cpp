@@ -1,4 +1,4 @@
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 
 #include <samplerate.h>
 #include <sndfile.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "file_bytes.h"
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/error.h"
 #include "stx/engine/mulaw.h"
 

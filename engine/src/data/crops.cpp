@@ -1,4 +1,4 @@
-#include "stx/engine/crops.h"
+#include "stx/engine/data/crops.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/dataset.h"
 
 #include <algorithm>
 #include <cctype>

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 #include "stx/engine/error.h"
 
 namespace stx::engine::data {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 
 namespace stx::engine::data {
 

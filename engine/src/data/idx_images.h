@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "stx/engine/image_io.h"
+#include "stx/engine/data/image_io.h"
 
 namespace stx::engine::data {
 

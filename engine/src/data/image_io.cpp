@@ -1,4 +1,4 @@
-#include "stx/engine/image_io.h"
+#include "stx/engine/data/image_io.h"
 
 #include <algorithm>
 #include <climits>

@@ -7,7 +7,7 @@
 #include <system_error>
 
 #include "stx/engine/error.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 
 namespace stx::engine {
 namespace fs = std::filesystem;

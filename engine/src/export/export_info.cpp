@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 
 namespace stx::engine {
 namespace {

@@ -1,4 +1,4 @@
-#include "stx/engine/png_writer.h"
+#include "stx/engine/export/png_writer.h"
 
 #include <zlib.h>
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 #include "stx/engine/error.h"
-#include "stx/engine/export.h"
+#include "stx/engine/export/export.h"
 #include "stx/engine/mulaw.h"
 
 namespace stx::engine {

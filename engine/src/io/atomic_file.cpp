@@ -1,4 +1,4 @@
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

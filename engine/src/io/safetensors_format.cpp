@@ -1,5 +1,5 @@
 // The parts of the safetensors format shared by the reader and the writer: dtypes and element counts.
-#include "stx/engine/safetensors.h"
+#include "stx/engine/io/safetensors.h"
 
 namespace stx::engine {
 

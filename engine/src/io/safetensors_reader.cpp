@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
-#include "stx/engine/atomic_file.h"
-#include "stx/engine/safetensors.h"
+#include "stx/engine/io/atomic_file.h"
+#include "stx/engine/io/safetensors.h"
 
 namespace stx::engine {
 namespace {

@@ -1,4 +1,4 @@
-#include "stx/engine/spectral_flatness.h"
+#include "stx/engine/measures/spectral_flatness.h"
 
 #include <algorithm>
 #include <cmath>

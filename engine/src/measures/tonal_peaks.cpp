@@ -1,4 +1,4 @@
-#include "stx/engine/tonal_peaks.h"
+#include "stx/engine/measures/tonal_peaks.h"
 
 #include <algorithm>
 #include <cmath>

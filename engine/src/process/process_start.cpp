@@ -1,4 +1,4 @@
-#include "stx/engine/process_start.h"
+#include "stx/engine/process/process_start.h"
 
 #include <unistd.h>
 

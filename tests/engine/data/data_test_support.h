@@ -12,31 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "../../support/temp_folder.h"
 #include "stx/engine/error.h"
 
 namespace stx::engine::test {
 
-// A fresh folder under the system temporary folder, removed with everything in it.
-class TempFolder {
- public:
-  TempFolder() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "stx-data-test-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
-    path_ = pattern;
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using stx::test::TempFolder;
 
 inline void write_file(const std::filesystem::path& file, const std::vector<uint8_t>& bytes) {
   std::filesystem::create_directories(file.parent_path());

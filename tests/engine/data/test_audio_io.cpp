@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "data_test_support.h"
-#include "stx/engine/audio_io.h"
+#include "stx/engine/data/audio_io.h"
 
 namespace stx::engine {
 namespace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "data_test_support.h"
-#include "stx/engine/crops.h"
+#include "stx/engine/data/crops.h"
 
 namespace stx::engine {
 namespace {

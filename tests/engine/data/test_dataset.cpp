@@ -11,7 +11,7 @@
 
 #include "data_test_support.h"
 #include "stb_image_write_system.h"
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/dataset.h"
 
 namespace stx::engine {
 namespace {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "data_test_support.h"
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/dataset.h"
 
 namespace stx::engine {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "data_test_support.h"
 #include "stb_image_write_system.h"
-#include "stx/engine/image_io.h"
+#include "stx/engine/data/image_io.h"
 
 namespace stx::engine {
 namespace {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "../data/data_test_support.h"
-#include "stx/engine/audio_io.h"
-#include "stx/engine/export.h"
-#include "stx/engine/image_io.h"
+#include "stx/engine/data/audio_io.h"
+#include "stx/engine/export/export.h"
+#include "stx/engine/data/image_io.h"
 #include "stx/engine/mulaw.h"
 
 namespace stx::engine {

@@ -16,7 +16,8 @@
 #include <sstream>
 #include <string>
 
-#include "stx/engine/atomic_file.h"
+#include "io_test_support.h"
+#include "stx/engine/io/atomic_file.h"
 
 namespace fs = std::filesystem;
 using stx::engine::Error;
@@ -57,19 +58,6 @@ std::string contents(const fs::path& path) {
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
-}
-
-template <typename Action>
-::testing::AssertionResult ThrowsErrorContaining(Action&& action, const std::string& expected_part) {
-  try {
-    action();
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    if (message.find(expected_part) != std::string::npos) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << "error \"" << message << "\" does not mention \"" << expected_part << "\"";
-  }
-  return ::testing::AssertionFailure() << "no stx::engine::Error was thrown";
 }
 
 bool running_as_root() { return ::geteuid() == 0; }

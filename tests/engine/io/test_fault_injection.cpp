@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 
 namespace fs = std::filesystem;
 using stx::engine::Error;

@@ -7,8 +7,9 @@
 #include <limits>
 #include <random>
 
-#include "stx/engine/atomic_file.h"
-#include "stx/engine/safetensors.h"
+#include "io_test_support.h"
+#include "stx/engine/io/atomic_file.h"
+#include "stx/engine/io/safetensors.h"
 
 namespace fs = std::filesystem;
 using stx::engine::DType;
@@ -18,19 +19,6 @@ using stx::engine::TensorInfo;
 using stx::engine::TensorWrite;
 
 namespace {
-
-template <typename Action>
-::testing::AssertionResult ThrowsErrorContaining(Action&& action, const std::string& expected_part) {
-  try {
-    action();
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    if (message.find(expected_part) != std::string::npos) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << "error \"" << message << "\" does not mention \"" << expected_part << "\"";
-  }
-  return ::testing::AssertionFailure() << "no stx::engine::Error was thrown";
-}
 
 std::vector<uint8_t> to_bytes(const std::string& text) { return {text.begin(), text.end()}; }
 

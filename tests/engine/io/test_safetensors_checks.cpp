@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "stx/engine/safetensors.h"
+#include "stx/engine/io/safetensors.h"
 
 using stx::engine::Error;
 using stx::engine::SafetensorsFile;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "stx/engine/mulaw.h"
-#include "stx/engine/spectral_flatness.h"
+#include "stx/engine/measures/spectral_flatness.h"
 
 namespace stx::engine {
 namespace {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "stx/engine/mulaw.h"
-#include "stx/engine/spectral_flatness.h"
-#include "stx/engine/tonal_peaks.h"
+#include "stx/engine/measures/spectral_flatness.h"
+#include "stx/engine/measures/tonal_peaks.h"
 
 namespace stx::engine {
 namespace {

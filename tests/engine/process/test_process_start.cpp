@@ -1,4 +1,4 @@
-// The programs' OpenMP spin policy and OpenBLAS kernel choice (stx/engine/process_start.h): this test binary starts like stx and
+// The programs' OpenMP spin policy and OpenBLAS kernel choice (stx/engine/process/process_start.h): this test binary starts like stx and
 // stx-studio, and runs itself in a child with a chosen environment to see what the child's main() finds.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "stx/engine/process_start.h"
+#include "stx/engine/process/process_start.h"
 
 namespace {
 

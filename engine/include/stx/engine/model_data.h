@@ -1,7 +1,7 @@
 // The dataset options that feed a model: its data kind and, for images, its H x W x C.
 #pragma once
 
-#include "stx/engine/dataset.h"
+#include "stx/engine/data/dataset.h"
 #include "stx/models/model_config.h"
 
 namespace stx::engine {

@@ -21,8 +21,8 @@
 #include <string>
 #include <string_view>
 
-#include "stx/engine/atomic_file.h"
-#include "stx/engine/png_writer.h"
+#include "stx/engine/io/atomic_file.h"
+#include "stx/engine/export/png_writer.h"
 #include "stx/engine/sample_request.h"
 
 namespace stx::engine {

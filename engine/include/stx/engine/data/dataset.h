@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "stx/engine/audio_io.h"
-#include "stx/engine/image_io.h"
+#include "stx/engine/data/audio_io.h"
+#include "stx/engine/data/image_io.h"
 #include "stx/models/data_kind.h"
 
 namespace stx::engine {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "stx/engine/atomic_file.h"
+#include "stx/engine/io/atomic_file.h"
 
 namespace stx::engine {
 
