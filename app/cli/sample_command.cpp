@@ -295,10 +295,6 @@ int run_sample_command(SampleCommandOptions& o) {
   bundle.model->eval();
   // The model's own defaults (config.json "sampling") where an option was left out.
   request.settings = o.sampling.over(bundle.sampling);
-  if (!o.quiet && !engine::sampling_to_json(bundle.sampling).empty()) {
-    std::fprintf(stderr, "sampling at %s (the model's defaults where no option was given)\n",
-                 describe_sampling(request.settings).c_str());
-  }
   SampleOrigin origin;
   if (o.kind == "image") {
     prepare_image(o, bundle, request, origin);
@@ -311,6 +307,11 @@ int run_sample_command(SampleCommandOptions& o) {
   const engine::Overwrite overwrite = o.force ? engine::Overwrite::Replace : engine::Overwrite::Refuse;
   for (int i = 1; i <= o.count; ++i) {
     engine::check_export_target(engine::numbered_path(o.out, i, static_cast<int>(o.count)), overwrite);
+  }
+  // Said once everything is checked, so that a refused command still gets its one line.
+  if (!o.quiet && !engine::sampling_to_json(bundle.sampling).empty()) {
+    std::fprintf(stderr, "sampling at %s (the model's defaults where no option was given)\n",
+                 describe_sampling(request.settings).c_str());
   }
   // Until the files are written: a Ctrl-C while they are stops nothing half-way.
   const StopOnInterrupt stop("\nstx sample: stopping; what was generated will be written (Ctrl-C again to quit now)\n");
