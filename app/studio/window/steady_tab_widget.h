@@ -3,8 +3,8 @@
 // A label's new text makes its layout recompute, and that reaches QTabWidget as a layout request, which it
 // answers by laying out its bar and pages again and repainting all of itself. During a generation the
 // progress and playback labels change 30 times a second: the whole window was painted 30 times a second,
-// and on a 2-core machine that painting took the time the generation needed (docs/benchmarks.md, "A busy
-// machine"). A page lays itself out on its own request; here the tab widget acts on one only when
+// and on a 2-core machine that painting took the time the generation needed (audio at 0.60x of `stx sample`'s
+// rate, the GUI thread at 100%; docs/benchmarks.md, "A busy machine"). A page lays itself out on its own request; here the tab widget acts on one only when
 // what it lays out changed: its bar's size or the pages' size hints.
 #pragma once
 
