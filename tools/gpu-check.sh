@@ -8,8 +8,8 @@
 #   1. versions and the carried libraries (seconds);
 #   2. the LibTorch part (models, engine, stx, stx-bench, the model tests) starts building in the background;
 #   3. meanwhile the prebuilt torch-free CUDA kernel tests (third_party/prebuilt, from tools/gpu-carry.sh) run,
-#      then compute-sanitizer memcheck on a few: the first results within a minute of the start (without a
-#      usable prebuilt binary the kernel tests are built first, in the same background build);
+#      then compute-sanitizer memcheck and racecheck on a few: the first results within a minute of the start
+#      (without a usable prebuilt binary the kernel tests are built first, in the same background build);
 #   4. when the build is done: the model's CUDA tests, training parity (CUDA's first-step loss equals the
 #      CPU's, and the loss falls; bf16, fp16, data-parallel), CUDA sampling;
 #   5. the attention benchmark against LibTorch's dense attention;
@@ -17,7 +17,9 @@
 #      carried corpora, evaluates them and writes fp16 exports with their records under OUT_DIR/home, which
 #      tools/gpu-import.sh installs here where they beat the bundled models.
 # --train-only (a second call on the same machine, or a fresh one given the first's exports by
-# `tools/gpu-carry.sh --return`): the build (a no-op when warm) and stage 6 only; the training resumes.
+# `tools/gpu-carry.sh --return`): the build (a no-op when warm) and stage 6 only; the training resumes. A first
+# call spends about 5 of its 9 minutes on the build and the checks, so most of a session's training is the
+# second call's.
 #
 # OUT_DIR (default $OUT, else build/gpu-check-out) receives summary.json (rewritten after every stage: status
 # pass, fail or skipped, seconds, figures), gpu-check.log, build.log, bench-attention.json and home/. A failing
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
     --no-build) no_build=1 ;;
     --deadline) deadline=${2:?--deadline needs seconds}; shift ;;
     --build-dir) build_dir=${2:?--build-dir needs a folder}; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) out_dir=$1 ;;
   esac
@@ -282,12 +284,16 @@ stage_memcheck() {
   [ "$have_device" = 1 ] || { no_device; return; }
   [ -n "$kernel_tests" ] || { note="no kernel tests to run"; return 3; }
   command -v compute-sanitizer >/dev/null || { note="compute-sanitizer is not installed"; return 3; }
-  # One small case of each kernel and dtype: the forward, backward and decode of an awkward size, and GELU.
-  LD_LIBRARY_PATH="$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" within "$stage_cap" compute-sanitizer \
+  # One small case of each kernel and dtype: the forward, backward and decode of an awkward size, and GELU;
+  # memcheck (out-of-bounds and misaligned accesses), then racecheck (shared-memory hazards) on the n = 7 cases.
+  LD_LIBRARY_PATH="$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" within $((stage_cap * 2 / 3)) compute-sanitizer \
     --tool memcheck --error-exitcode 7 "$kernel_tests" --gtest_filter='Cases/*_n113_*:Cases/*_n7_*:CudaGelu.*'
-  local rc=$?
-  note="compute-sanitizer memcheck exit $rc"
-  [ $rc = 0 ]
+  local memcheck=$?
+  LD_LIBRARY_PATH="$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" within $((stage_cap / 3)) compute-sanitizer \
+    --tool racecheck --error-exitcode 7 "$kernel_tests" --gtest_filter='Cases/*_n7_*'
+  local racecheck=$?
+  note="compute-sanitizer memcheck exit $memcheck, racecheck exit $racecheck"
+  [ $memcheck = 0 ] && [ $racecheck = 0 ]
 }
 
 stage_model_tests() {
