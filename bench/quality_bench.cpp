@@ -429,7 +429,7 @@ void register_quality_command(CLI::App& parent) {
   command->add_option("--work-dir", options->work_dir, "folder for temporary files (removed afterwards)");
   command->add_flag(
       "--samples", options->samples,
-      "audio: also generate unconditional samples (seeds 1..8, 4 s) and continuations of held-out "
+      "audio: also generate unconditional samples (seeds 1..8 unless --first-seed, 4 s) and continuations of held-out "
       "openings (2 s prompt), and compare their median spectral flatness with the held-out audio's");
   command
       ->add_option("--temperature", options->temperature,
@@ -447,6 +447,12 @@ void register_quality_command(CLI::App& parent) {
       ->add_option("--continuations", options->tonality.continuations,
                    "--samples: held-out openings continued")
       ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  command
+      ->add_option("--first-seed", options->tonality.first_seed,
+                   "--samples: the unconditional samples' first seed (the continuations' too); another range "
+                   "checks sampling settings chosen on the default one on samples they were not chosen on")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   command->add_option("--keep-samples", options->tonality.keep_dir,
                       "--samples: write every sample as a WAV here");

@@ -101,7 +101,7 @@ std::vector<TonalityRow> measure_tonality(models::SparseTransformer& model, cons
   rows.push_back(row_of("held-out corpus (" + std::to_string(validation_files.size()) + " files)", corpus));
 
   Group unconditional(rows);
-  for (int s = 1; s <= o.unconditional; ++s) {
+  for (int s = o.first_seed; s < o.first_seed + o.unconditional; ++s) {
     engine::SampleRequest request;
     request.length = std::min(samples_of(o.unconditional_seconds), context);
     request.settings = o.settings;
@@ -133,7 +133,7 @@ std::vector<TonalityRow> measure_tonality(models::SparseTransformer& model, cons
                           " s prompt leaves no room in the " + std::to_string(context) + "-sample context");
     }
     request.settings = o.settings;
-    request.seed = static_cast<uint64_t>(c + 1);
+    request.seed = static_cast<uint64_t>(o.first_seed + c);
     request.device = stx::engine::DeviceChoice::cpu;
     std::fprintf(stderr, "tonality: continuing %s...\n", name.c_str());
     const engine::SampleResult r = engine::sample(model, request, {});

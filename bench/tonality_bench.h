@@ -15,7 +15,8 @@
 namespace stx::bench {
 
 struct TonalityOptions {
-  int unconditional = 8;  // samples with seeds 1..N
+  int unconditional = 8;  // samples with seeds first_seed .. first_seed + N - 1
+  int first_seed = 1;     // another range confirms settings chosen on the first on samples they were not chosen on
   double unconditional_seconds = 4.0;
   int continuations = 4;              // held-out files, spread over the validation split in name order
   double prompt_seconds = 2.0;        // each continuation's prompt: the file's opening
