@@ -24,7 +24,7 @@ quality_value() {  # a method's value of a field in the quality JSON, as written
 quality_row() {  # the same, rounded for the card
   quality_value "$1" "$2" | { read -r x && printf '%.3f' "$x"; }
 }
-steps=$(field training_steps); seconds=$(field training_seconds); params=$(field parameters)
+steps=$(field training_steps); seconds=$(field training_seconds); params=$(field parameters); expert=$(field expert)
 case $kind in
   image) title="Fashion-MNIST image completion"; recipe=image-fashion-mnist
          data="Fashion-MNIST (Debian's dataset-fashion-mnist): 28 x 28 grayscale, 60,000 training images; held out: the 10,000 test images"
@@ -53,7 +53,7 @@ A Sparse Transformer (Child et al. 2019) that ships with STX Studio, trained by 
 | | this model |
 |---|---|
 | parameters | $params |
-| architecture | $(field layers) layers, d_model $(field d_model), $(field heads) heads, d_ff $(field d_ff); $(field attention) attention; context $(field context) bytes |
+| architecture | $(field layers) layers, d_model $(field d_model), $(field heads) heads, d_ff $(field d_ff); $(field attention) attention; context $(field context) bytes${expert:+; times a linear-prediction expert ($expert)} |
 | data | $data |
 | recipe | \`models/recipes/$recipe.sh\` (corpus) and \`models/recipes/$recipe.json\` (model and training); rebuild with \`models/recipes/train-bundled.sh $kind\` |
 | training | $steps optimiser steps, $(awk -v s="$seconds" 'BEGIN { printf "%.0f min", s / 60 }') wall time |
