@@ -47,8 +47,14 @@ say() { echo "gpu-carry: $*"; }
 bytes() { du -sb "$1" 2>/dev/null | cut -f1; }
 
 # The device tool carries the working tree and the named paths, 64 MiB in all; 1 MiB is kept spare.
-tree_bytes=$(cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 -r stat -c %s -- 2>/dev/null |
-  awk '{ s += $1 } END { print s + 0 }')
+tree_files() {  # what the device tool carries as the tree: git's tracked and unignored files, else all but builds
+  if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    (cd "$root" && git ls-files -z --cached --others --exclude-standard)
+  else
+    (cd "$root" && find . -type f -not -path './build*' -not -path './third_party/*' -not -path './.git/*' -print0)
+  fi
+}
+tree_bytes=$(tree_files | (cd "$root" && xargs -0 -r stat -c %s -- 2>/dev/null) | awk '{ s += $1 } END { print s + 0 }')
 budget=$((64 * 1024 * 1024 - 1024 * 1024 - tree_bytes))
 say "working tree $((tree_bytes / 1000000)) MB; the carry may take $((budget / 1000000)) MB"
 

@@ -42,7 +42,9 @@ corpus_of() {
   case $1 in
     audio) [ -d "$carry/corpora/audio/train" ] && echo "$carry/corpora/audio" ;;
     text) [ -f "$carry/corpora/text/corpus.txt.xz" ] && {
-        [ -f "$work/corpus-text.txt" ] || xz -dc "$carry/corpora/text/corpus.txt.xz" >"$work/corpus-text.txt"
+        # Python's lzma, as for the prebuilt files: a GPU machine has Python, not always xz.
+        [ -f "$work/corpus-text.txt" ] || python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+          "$carry/corpora/text/corpus.txt.xz" "$work/corpus-text.txt"
         echo "$work/corpus-text.txt"; } ;;
     image) [ -f "$carry/corpora/image/train-images-idx3-ubyte.gz" ] && echo "$carry/corpora/image" ;;
   esac
