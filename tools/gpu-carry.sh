@@ -172,8 +172,12 @@ if [ -n "$return_from" ]; then
       mkdir -p "$carry/return/$kind" && cp "$model"/* "$carry/return/$kind/"
     fi
   done
-  fixed=$((fixed + $(bytes "$carry/return" || echo 0)))
-  say "return: $(ls "$carry/return" 2>/dev/null | tr '\n' ' ')from $return_from"
+  if [ ! -d "$carry/return" ]; then
+    say "--return $return_from holds no home/KIND/model/model.safetensors (a GPU run's \$OUT, from tools/gpu-check.sh)" >&2
+    exit 2
+  fi
+  fixed=$((fixed + $(bytes "$carry/return")))
+  say "return: $(ls "$carry/return" | tr '\n' ' ')from $return_from"
 fi
 audio_budget=$((budget - fixed))
 if [ "$dry_run" = 1 ]; then

@@ -33,6 +33,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+[ -n "$dir" ] || { echo "gpu-import: name the folder a GPU run's \$OUT came back to (see --help)" >&2; exit 2; }
 [ -d "$dir/home" ] || { echo "gpu-import: $dir has no home/ folder (a GPU run's \$OUT, from tools/gpu-check.sh)" >&2; exit 2; }
 [ -x "$stx" ] || { echo "gpu-import: $stx is missing: build the release preset first" >&2; exit 2; }
 status=0

@@ -17,6 +17,15 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
+// An expert of `order` refitted every `refit_interval` bytes over the last `window`, the other fields defaulted.
+LinearExpertConfig expert_config(int64_t order, int64_t refit_interval, int64_t window) {
+  LinearExpertConfig c;
+  c.order = order;
+  c.refit_interval = refit_interval;
+  c.window = window;
+  return c;
+}
+
 // A damped two-partial signal with a little noise, as mu-law bytes: something a low order predicts well.
 std::vector<uint8_t> tone_bytes(size_t count, double noise, uint32_t seed, double amplitude = 0.3) {
   std::mt19937 rng(seed);
@@ -105,10 +114,7 @@ TEST(LinearPredictor, EveryFitIsTheLeastSquaresSolutionOnAwkwardSizes) {
 }
 
 TEST(LinearPredictor, ThePredictionIsTheFitAppliedToTheLastSamples) {
-  LinearExpertConfig c;
-  c.order = 5;
-  c.refit_interval = 20;
-  c.window = 60;
+  LinearExpertConfig c = expert_config(5, 20, 60);
   const std::vector<uint8_t> bytes = tone_bytes(333, 0.005, 4);
   LinearPredictor predictor(c);
   const auto& amp = mulaw_amplitude_table();
@@ -140,10 +146,7 @@ double integrated_laplace(double mu, double s, int byte) {
 }
 
 TEST(LinearPredictor, TheDistributionIsTheLaplaceMassOfEachBinWithTheFloor) {
-  LinearExpertConfig c;
-  c.order = 3;
-  c.refit_interval = 8;
-  c.window = 40;
+  LinearExpertConfig c = expert_config(3, 8, 40);
   c.scale_window = 8;
   LinearPredictor predictor(c);
   const std::vector<uint8_t> bytes = tone_bytes(400, 0.02, 5);
@@ -170,10 +173,7 @@ TEST(LinearPredictor, TheDistributionIsTheLaplaceMassOfEachBinWithTheFloor) {
 // A held level predicted perfectly would put all the mass on one byte; the scale floor keeps at most about 64%
 // there (a Laplace of half a bin's width centred in the bin), so that a sample drawn from it can move on.
 TEST(LinearPredictor, NoByteTakesAllTheMassEvenOnAPerfectlyPredictedLevel) {
-  LinearExpertConfig c;
-  c.order = 8;
-  c.refit_interval = 16;
-  c.window = 256;
+  LinearExpertConfig c = expert_config(8, 16, 256);
   LinearPredictor predictor(c);
   std::vector<float> lp(256);
   for (int i = 0; i < 2000; ++i) predictor.push(170);
@@ -188,10 +188,7 @@ TEST(LinearPredictor, NoByteTakesAllTheMassEvenOnAPerfectlyPredictedLevel) {
 }
 
 TEST(LinearPredictor, TheScaleIsTheMeanAbsoluteErrorOfTheLastPredictions) {
-  LinearExpertConfig c;
-  c.order = 4;
-  c.refit_interval = 16;
-  c.window = 64;
+  LinearExpertConfig c = expert_config(4, 16, 64);
   c.scale_window = 10;
   LinearPredictor predictor(c);
   EXPECT_EQ(predictor.scale(), LinearPredictor::kInitialScale);
@@ -209,10 +206,7 @@ TEST(LinearPredictor, TheScaleIsTheMeanAbsoluteErrorOfTheLastPredictions) {
 }
 
 TEST(LinearPredictor, APastReadAsHistoryLeavesTheStateOfReadingItByteByByte) {
-  LinearExpertConfig c;
-  c.order = 9;
-  c.refit_interval = 31;
-  c.window = 150;
+  LinearExpertConfig c = expert_config(9, 31, 150);
   c.scale_window = 12;
   const std::vector<uint8_t> bytes = tone_bytes(1500, 0.01, 7);
   for (size_t past : {size_t{0}, size_t{5}, size_t{31}, size_t{62}, size_t{400}, size_t{1033}}) {
@@ -233,10 +227,7 @@ TEST(LinearPredictor, APastReadAsHistoryLeavesTheStateOfReadingItByteByByte) {
 }
 
 TEST(LinearPredictor, ATonePredictedFromItsPastCostsFewBits) {
-  LinearExpertConfig c;
-  c.order = 32;
-  c.refit_interval = 256;
-  c.window = 4096;
+  LinearExpertConfig c = expert_config(32, 256, 4096);
   const std::vector<uint8_t> bytes = tone_bytes(24000, 0.0, 8);
   LinearPredictor predictor(c);
   std::vector<float> lp(256);
@@ -252,10 +243,7 @@ TEST(LinearPredictor, ATonePredictedFromItsPastCostsFewBits) {
 }
 
 TEST(LinearPredictor, ALevelThatRunsAwayIsFittedWithTheGuard) {
-  LinearExpertConfig c;
-  c.order = 16;
-  c.refit_interval = 64;
-  c.window = 1024;
+  LinearExpertConfig c = expert_config(16, 64, 1024);
   LinearPredictor predictor(c);
   // A quiet tone, then the same tone growing 40% every 64 samples, as an unstable loop's output would.
   const std::vector<uint8_t> quiet = tone_bytes(2048, 0.001, 9, 0.02);
