@@ -3,7 +3,7 @@
 // For each n, each pass (fwd, fwdbwd) and each pattern (strided, fixed; merged heads) it times the stx
 // CPU kernel, then times LibTorch dense causal attention once per (n, pass) on the same buffers, and
 // prints one row per (n, pattern, pass). --device cuda hands over to attention_cuda_bench.cpp.
-#include "attention_bench.h"
+#include "commands.h"
 
 #include <omp.h>
 
@@ -24,6 +24,7 @@
 #include "attention_cuda_bench.h"
 #include "dense_baseline.h"
 #include "memory.h"
+#include "pattern_spec.h"
 #include "report.h"
 #include "stx/kernels/attention.h"
 #include "stx/kernels/layout.h"
@@ -222,32 +223,8 @@ DenseOutcome run_dense(const Inputs& in, Pass pass, const AttentionOptions& o, D
   return result;
 }
 
-struct PatternSpec {
-  std::string name;  // "strided" | "fixed"
-  std::vector<sk::HeadPattern> heads;
-  int block = 0;
-};
-
 std::vector<PatternSpec> make_patterns(const AttentionOptions& o) {
-  std::vector<PatternSpec> specs;
-  for (const std::string& name : o.patterns) {
-    const sk::Pattern pattern = sk::parse_pattern(name);
-    const int64_t c = pattern == sk::Pattern::fixed ? o.summary : 0;
-    PatternSpec spec;
-    spec.name = name;
-    spec.heads = sk::layer_patterns(pattern, o.stride, c, static_cast<int>(o.heads), sk::Combination::merged);
-    for (const sk::HeadPattern& h : spec.heads) sk::validate(h);
-    spec.block = o.block;
-    specs.push_back(std::move(spec));
-  }
-  return specs;
-}
-
-std::string describe_spec(const PatternSpec& spec) {
-  const sk::HeadPattern& h = spec.heads.front();
-  std::string text = std::string(sk::to_string(h.pattern)) + " l=" + std::to_string(h.stride);
-  if (h.pattern == sk::Pattern::fixed) text += " c=" + std::to_string(h.summary);
-  return text + " merged";
+  return stx::bench::make_patterns(o.patterns, o.stride, o.summary, o.heads, o.block);
 }
 
 // With no --block, times the forward at the smallest n with each of kAutoBlocks and keeps the fastest.
@@ -271,7 +248,7 @@ void choose_blocks(std::vector<PatternSpec>& specs, const AttentionOptions& o, i
         best_ms = t;
       }
     }
-    std::cout << "block for " << describe_spec(spec) << ": " << spec.block
+    std::cout << "block for " << spec.desc << ": " << spec.block
               << " (fastest fwd at n=" << smallest_n << ": " << tried << ")\n";
   }
 }
@@ -282,7 +259,7 @@ Record make_record(int64_t n, const PatternSpec& spec, Pass pass, const Attentio
   Record r;
   r.n = n;
   r.pattern = spec.name;
-  r.pattern_desc = describe_spec(spec);
+  r.pattern_desc = spec.desc;
   r.pass = pass == Pass::fwd ? "fwd" : "fwdbwd";
   r.block = spec.block;
   r.batch = o.batch;

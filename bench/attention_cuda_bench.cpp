@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "pattern_spec.h"
 #include "report.h"
 #include "stx/kernels/attention.h"
 #include "stx/kernels/layout.h"
@@ -248,28 +249,8 @@ DeviceTiming run_sparse(const Inputs& in, Pass pass, int repeats,
   }
 }
 
-struct PatternSpec {
-  std::string name;  // "strided" | "fixed"
-  std::string desc;  // e.g. "fixed l=128 c=32 merged"
-  std::vector<sk::HeadPattern> heads;
-  int block = 0;
-};
-
 std::vector<PatternSpec> make_patterns(const CudaAttentionOptions& o) {
-  std::vector<PatternSpec> specs;
-  for (const std::string& name : o.patterns) {
-    const sk::Pattern pattern = sk::parse_pattern(name);
-    const int64_t c = pattern == sk::Pattern::fixed ? o.summary : 0;
-    PatternSpec spec;
-    spec.name = name;
-    spec.heads = sk::layer_patterns(pattern, o.stride, c, static_cast<int>(o.heads), sk::Combination::merged);
-    for (const sk::HeadPattern& h : spec.heads) sk::validate(h);
-    spec.desc =
-        name + " l=" + std::to_string(o.stride) + (c > 0 ? " c=" + std::to_string(c) : "") + " merged";
-    spec.block = o.block;
-    specs.push_back(std::move(spec));
-  }
-  return specs;
+  return stx::bench::make_patterns(o.patterns, o.stride, o.summary, o.heads, o.block);
 }
 
 // With no --block, times our forward at the smallest n with each of kAutoBlocks and keeps the fastest.

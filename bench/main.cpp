@@ -5,11 +5,8 @@
 #include <iostream>
 #include <string>
 
-#include "attention_bench.h"
-#include "quality_bench.h"
-#include "sample_bench.h"
+#include "commands.h"
 #include "stx/engine/process/process_start.h"
-#include "train_bench.h"
 
 namespace {
 

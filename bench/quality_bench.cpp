@@ -1,4 +1,4 @@
-#include "quality_bench.h"
+#include "commands.h"
 
 #include <ATen/Parallel.h>
 #include <omp.h>

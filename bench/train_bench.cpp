@@ -1,4 +1,4 @@
-#include "train_bench.h"
+#include "commands.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

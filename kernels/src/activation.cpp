@@ -24,33 +24,17 @@ void check(const char* op, const GeluParams& p, bool backward) {
   if (backward) STX_KERNEL_CHECK(p.grad_out != nullptr, std::string(op) + ": grad_out is null");
 }
 
+void run_gelu(const char* op, const GeluParams& p, bool backward) {
+  check(op, p, backward);
+  if (p.count == 0) return;
+  STX_RUN_ON_DEVICE(p.device, gelu_cuda, gelu, p, backward)
+}
+
 }  // namespace
 
-void gelu_forward(const GeluParams& p) {
-  check("gelu forward", p, false);
-  if (p.count == 0) return;
-#ifdef STX_WITH_CUDA
-  if (p.device == Device::cuda) return detail::gelu_cuda(p, false);
-#endif
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return detail::cpu_avx512::gelu(p, false);
-    case CpuIsa::avx2: return detail::cpu_avx2::gelu(p, false);
-    case CpuIsa::portable: return detail::cpu_portable::gelu(p, false);
-  }
-}
+void gelu_forward(const GeluParams& p) { run_gelu("gelu forward", p, false); }
 
-void gelu_backward(const GeluParams& p) {
-  check("gelu backward", p, true);
-  if (p.count == 0) return;
-#ifdef STX_WITH_CUDA
-  if (p.device == Device::cuda) return detail::gelu_cuda(p, true);
-#endif
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return detail::cpu_avx512::gelu(p, true);
-    case CpuIsa::avx2: return detail::cpu_avx2::gelu(p, true);
-    case CpuIsa::portable: return detail::cpu_portable::gelu(p, true);
-  }
-}
+void gelu_backward(const GeluParams& p) { run_gelu("gelu backward", p, true); }
 
 }  // namespace stx::kernels
 
@@ -74,11 +58,7 @@ void small_linear(const SmallLinearParams& p_in) {
   STX_KERNEL_CHECK(p.parts >= 1 && p.part >= 0 && p.part < p.parts,
                    std::string(op) + ": expected 0 <= part < parts, got part " + std::to_string(p.part) +
                        " of " + std::to_string(p.parts));
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return detail::cpu_avx512::small_linear(p);
-    case CpuIsa::avx2: return detail::cpu_avx2::small_linear(p);
-    case CpuIsa::portable: return detail::cpu_portable::small_linear(p);
-  }
+  STX_RUN_ON_CPU(small_linear, p)
 }
 
 namespace {
@@ -104,11 +84,7 @@ std::pair<int64_t, int64_t> small_linear_columns(int64_t out, int part, int part
   STX_KERNEL_CHECK(out >= 1 && parts >= 1 && part >= 0 && part < parts,
                    "small linear columns: expected out >= 1 and 0 <= part < parts, got out " + std::to_string(out) +
                        ", part " + std::to_string(part) + " of " + std::to_string(parts));
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return detail::cpu_avx512::small_linear_columns(out, part, parts);
-    case CpuIsa::avx2: return detail::cpu_avx2::small_linear_columns(out, part, parts);
-    case CpuIsa::portable: return detail::cpu_portable::small_linear_columns(out, part, parts);
-  }
+  STX_RUN_ON_CPU(small_linear_columns, out, part, parts)
   return {0, out};
 }
 

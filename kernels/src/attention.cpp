@@ -1,6 +1,7 @@
 // The checked entry points: validate shapes, strides and the layout, then dispatch to a backend.
 #include <atomic>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "backends.h"
@@ -58,8 +59,11 @@ void check_layout(const char* op, const Layout* layout, int64_t seq_len, int64_t
                                                      " heads");
 }
 
-float resolve_scale(float scale, int64_t head_dim) {
-  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+// The params with scale 0 (the default) made 1/sqrt(head_dim).
+template <class Params>
+Params with_resolved_scale(Params p) {
+  if (!(p.scale > 0.0f)) p.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  return p;
 }
 
 }  // namespace
@@ -142,52 +146,43 @@ std::string cuda_device_name(int index) {
 #endif
 }
 
+namespace {
+// The checks the forward and the backward share (ForwardParams or BackwardParams).
+struct NamedTensor {
+  const char* name;
+  const void* data;
+  Strides strides;
+};
+
+// check_tensor of each, all read along the sequence.
+void check_sequences(const char* op, std::initializer_list<NamedTensor> tensors) {
+  for (const NamedTensor& t : tensors) check_tensor(op, t.name, t.data, t.strides, true);
+}
+
+template <class Params>
+void check_attention(const char* op, const Params& p) {
+  check_shape(op, p.batch, p.heads, p.head_dim);
+  check_layout(op, p.layout, p.seq_len, p.heads);
+  check_device(op, p.device, p.dtype);
+  check_sequences(op, {{"q", p.q, p.q_stride}, {"k", p.k, p.k_stride}, {"v", p.v, p.v_stride},
+                       {"out", p.out, p.out_stride}});
+  STX_KERNEL_CHECK(p.lse != nullptr, std::string(op) + ": lse is null");
+}
+}  // namespace
+
 void attention_forward(const ForwardParams& p_in) {
-  const char* op = "sparse attention forward";
-  check_shape(op, p_in.batch, p_in.heads, p_in.head_dim);
-  check_layout(op, p_in.layout, p_in.seq_len, p_in.heads);
-  check_device(op, p_in.device, p_in.dtype);
-  check_tensor(op, "q", p_in.q, p_in.q_stride, true);
-  check_tensor(op, "k", p_in.k, p_in.k_stride, true);
-  check_tensor(op, "v", p_in.v, p_in.v_stride, true);
-  check_tensor(op, "out", p_in.out, p_in.out_stride, true);
-  STX_KERNEL_CHECK(p_in.lse != nullptr, std::string(op) + ": lse is null");
-  ForwardParams p = p_in;
-  p.scale = resolve_scale(p.scale, p.head_dim);
-#ifdef STX_WITH_CUDA
-  if (p.device == Device::cuda) return detail::forward_cuda(p);
-#endif
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return detail::cpu_avx512::forward(p);
-    case CpuIsa::avx2: return detail::cpu_avx2::forward(p);
-    case CpuIsa::portable: return detail::cpu_portable::forward(p);
-  }
+  check_attention("sparse attention forward", p_in);
+  const ForwardParams p = with_resolved_scale(p_in);
+  STX_RUN_ON_DEVICE(p.device, forward_cuda, forward, p)
 }
 
 void attention_backward(const BackwardParams& p_in) {
   const char* op = "sparse attention backward";
-  check_shape(op, p_in.batch, p_in.heads, p_in.head_dim);
-  check_layout(op, p_in.layout, p_in.seq_len, p_in.heads);
-  check_device(op, p_in.device, p_in.dtype);
-  check_tensor(op, "q", p_in.q, p_in.q_stride, true);
-  check_tensor(op, "k", p_in.k, p_in.k_stride, true);
-  check_tensor(op, "v", p_in.v, p_in.v_stride, true);
-  check_tensor(op, "out", p_in.out, p_in.out_stride, true);
-  check_tensor(op, "dout", p_in.dout, p_in.dout_stride, true);
-  check_tensor(op, "dq", p_in.dq, p_in.dq_stride, true);
-  check_tensor(op, "dk", p_in.dk, p_in.dk_stride, true);
-  check_tensor(op, "dv", p_in.dv, p_in.dv_stride, true);
-  STX_KERNEL_CHECK(p_in.lse != nullptr, std::string(op) + ": lse is null");
-  BackwardParams p = p_in;
-  p.scale = resolve_scale(p.scale, p.head_dim);
-#ifdef STX_WITH_CUDA
-  if (p.device == Device::cuda) return detail::backward_cuda(p);
-#endif
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return detail::cpu_avx512::backward(p);
-    case CpuIsa::avx2: return detail::cpu_avx2::backward(p);
-    case CpuIsa::portable: return detail::cpu_portable::backward(p);
-  }
+  check_attention(op, p_in);
+  check_sequences(op, {{"dout", p_in.dout, p_in.dout_stride}, {"dq", p_in.dq, p_in.dq_stride},
+                       {"dk", p_in.dk, p_in.dk_stride}, {"dv", p_in.dv, p_in.dv_stride}});
+  const BackwardParams p = with_resolved_scale(p_in);
+  STX_RUN_ON_DEVICE(p.device, backward_cuda, backward, p)
 }
 
 void attention_decode(const DecodeParams& p_in) {
@@ -220,36 +215,20 @@ void attention_decode(const DecodeParams& p_in) {
                                                          to_string(p_in.cache_dtype));
   }
   for (int64_t h = 0; h < p_in.heads; ++h) validate(p_in.patterns[h]);
-  DecodeParams p = p_in;
-  p.scale = resolve_scale(p.scale, p.head_dim);
-#ifdef STX_WITH_CUDA
-  if (p.device == Device::cuda) return detail::decode_cuda(p);
-#endif
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return detail::cpu_avx512::decode(p);
-    case CpuIsa::avx2: return detail::cpu_avx2::decode(p);
-    case CpuIsa::portable: return detail::cpu_portable::decode(p);
-  }
+  const DecodeParams p = with_resolved_scale(p_in);
+  STX_RUN_ON_DEVICE(p.device, decode_cuda, decode, p)
 }
 
 void convert_to_half(const float* src, uint16_t* dst, int64_t count) {
   STX_KERNEL_CHECK(count >= 0, "convert_to_half: expected count >= 0, got " + str(count));
   STX_KERNEL_CHECK(count == 0 || (src != nullptr && dst != nullptr), "convert_to_half: a pointer is null");
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return detail::cpu_avx512::to_half(src, dst, count);
-    case CpuIsa::avx2: return detail::cpu_avx2::to_half(src, dst, count);
-    case CpuIsa::portable: return detail::cpu_portable::to_half(src, dst, count);
-  }
+  STX_RUN_ON_CPU(to_half, src, dst, count)
 }
 
 void convert_from_half(const uint16_t* src, float* dst, int64_t count) {
   STX_KERNEL_CHECK(count >= 0, "convert_from_half: expected count >= 0, got " + str(count));
   STX_KERNEL_CHECK(count == 0 || (src != nullptr && dst != nullptr), "convert_from_half: a pointer is null");
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return detail::cpu_avx512::from_half(src, dst, count);
-    case CpuIsa::avx2: return detail::cpu_avx2::from_half(src, dst, count);
-    case CpuIsa::portable: return detail::cpu_portable::from_half(src, dst, count);
-  }
+  STX_RUN_ON_CPU(from_half, src, dst, count)
 }
 
 }  // namespace stx::kernels

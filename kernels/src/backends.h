@@ -29,6 +29,25 @@ STX_DECLARE_CPU_BACKEND(cpu_avx2)
 STX_DECLARE_CPU_BACKEND(cpu_avx512)
 #undef STX_DECLARE_CPU_BACKEND
 
+// An entry point's CPU half: returns what the active instruction set's backend returns. STX_RUN_ON_CPU(forward, p)
+// calls cpu_avx512::forward(p), cpu_avx2::forward(p) or cpu_portable::forward(p).
+#define STX_RUN_ON_CPU(function, ...)                                                               \
+  switch (::stx::kernels::active_cpu_isa()) {                                                       \
+    case ::stx::kernels::CpuIsa::avx512: return ::stx::kernels::detail::cpu_avx512::function(__VA_ARGS__); \
+    case ::stx::kernels::CpuIsa::avx2: return ::stx::kernels::detail::cpu_avx2::function(__VA_ARGS__);     \
+    case ::stx::kernels::CpuIsa::portable: return ::stx::kernels::detail::cpu_portable::function(__VA_ARGS__); \
+  }
+
+// The same with CUDA first: STX_RUN_ON_DEVICE(p.device, forward_cuda, forward, p) returns forward_cuda(p) for a
+// CUDA device (in a build with CUDA), the CPU backend's forward(p) otherwise.
+#ifdef STX_WITH_CUDA
+#define STX_RUN_ON_DEVICE(device, cuda_function, cpu_function, ...)                                       \
+  if ((device) == ::stx::kernels::Device::cuda) return ::stx::kernels::detail::cuda_function(__VA_ARGS__); \
+  STX_RUN_ON_CPU(cpu_function, __VA_ARGS__)
+#else
+#define STX_RUN_ON_DEVICE(device, cuda_function, cpu_function, ...) STX_RUN_ON_CPU(cpu_function, __VA_ARGS__)
+#endif
+
 #ifdef STX_WITH_CUDA
 void forward_cuda(const ForwardParams& p);
 void backward_cuda(const BackwardParams& p);

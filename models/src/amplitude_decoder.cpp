@@ -54,7 +54,7 @@ void AmplitudeDecoder::fill_row(int64_t sample, int64_t row, int64_t position, c
 }
 
 void AmplitudeDecoder::step(const int32_t* input_tokens, float* logits) {
-  const float* added = std::exchange(added_, nullptr);  // serves this call, whichever way it ends
+  const float* added = take_added();
   const int64_t batch = this->batch(), position = this->position();
   check(input_tokens, batch, 1);
   for (int64_t b = 0; b < batch; ++b) tokens_[static_cast<size_t>(b * capacity() + position)] = static_cast<uint16_t>(input_tokens[b]);
@@ -67,7 +67,7 @@ void AmplitudeDecoder::step(const int32_t* input_tokens, float* logits) {
 }
 
 void AmplitudeDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count) {
-  const float* added = std::exchange(added_, nullptr);
+  const float* added = take_added();
   if (count < 1) throw std::invalid_argument("decoder: a common prefix needs at least one position");
   const int64_t position = this->position();
   check(input_tokens, count, count);

@@ -239,7 +239,7 @@ void IncrementalDecoder::Impl::attention(Layer& layer, int layer_index, int64_t 
       std::memcpy(layer.v_window.data() + slot, layer.v_cache.get() + at, static_cast<size_t>(rb));
     }
   }
-  const bool probing = layer_index == probe_layer_;
+  const bool probing = layer_index == probe_.layer;
   for_each_call(first, last, [&](int64_t p0, int64_t p1) {
     kernels::DecodeParams p = decode_params(layer, p0, p1, position_);
     p.lse = probing ? probe_lse_.data() + p0 : nullptr;  // [batch, heads] contiguous: p0 onwards
@@ -248,8 +248,8 @@ void IncrementalDecoder::Impl::attention(Layer& layer, int layer_index, int64_t 
   if (probing) {
     for (int64_t bh = first; bh < last; ++bh) {
       const int64_t b = bh / heads;
-      if (bh % heads != probe_head_) continue;
-      std::memcpy(probe_q_.data() + b * dh, qkv_.data() + b * 3 * d + probe_head_ * dh, sizeof(float) * dh);
+      if (bh % heads != probe_.head) continue;
+      std::memcpy(probe_q_.data() + b * dh, qkv_.data() + b * 3 * d + probe_.head * dh, sizeof(float) * dh);
     }
   }
 }
@@ -314,7 +314,7 @@ void IncrementalDecoder::Impl::step(const int32_t* input_tokens, float* logits) 
     omp_set_num_threads(before);
   }
   if (!nested) step_threads_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  if (probe_layer_ >= 0) probe_position_ = position_;
+  if (probe_.on()) probe_position_ = position_;
   probe_of_prefix_ = false;
   ++position_;
 }
@@ -415,13 +415,7 @@ void IncrementalDecoder::Impl::skip_to_for_timing(int64_t position) {
 }
 
 void IncrementalDecoder::Impl::set_probe(int layer, int head) {
-  if (layer < 0) {
-    probe_layer_ = -1;
-    return;
-  }
-  check_probe_head(config_, layer, head);
-  probe_layer_ = layer;
-  probe_head_ = head;
+  probe_.choose(config_, layer, head);
   probe_q_.assign(static_cast<size_t>(batch_ * config_.head_dim()), 0.0f);
   probe_lse_.assign(static_cast<size_t>(batch_ * config_.heads), 0.0f);
   probe_position_ = -1;
@@ -430,19 +424,19 @@ void IncrementalDecoder::Impl::set_probe(int layer, int head) {
 void IncrementalDecoder::Impl::probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const {
   positions.clear();
   weights.clear();
-  if (probe_layer_ < 0 || probe_position_ < 0 || sample < 0 || sample >= batch_) return;
-  const Layer& layer = layers_[static_cast<size_t>(probe_layer_)];
+  if (!probe_.on() || probe_position_ < 0 || sample < 0 || sample >= batch_) return;
+  const Layer& layer = layers_[static_cast<size_t>(probe_.layer)];
   const int64_t dh = config_.head_dim();
   // A common prefix's step computed sample 0 alone, and the others may not have its rows yet: what each
   // would have attended is sample 0's.
   if (probe_of_prefix_) sample = 0;
-  positions = kernels::attended_set(layer.patterns[static_cast<size_t>(probe_head_)], probe_position_);
+  positions = kernels::attended_set(layer.patterns[static_cast<size_t>(probe_.head)], probe_position_);
   // w_j = exp(scale q.k_j - lse): the decode kernel's own normaliser, so the weights are the ones it used.
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  const float lse = probe_lse_[static_cast<size_t>(sample * config_.heads + probe_head_)];
+  const float lse = probe_lse_[static_cast<size_t>(sample * config_.heads + probe_.head)];
   const float* q = probe_q_.data() + sample * dh;
   const int64_t rb = row_bytes();
-  const unsigned char* keys = layer.k_cache.get() + (sample * config_.heads + probe_head_) * layer.cache_rows * rb;
+  const unsigned char* keys = layer.k_cache.get() + (sample * config_.heads + probe_.head) * layer.cache_rows * rb;
   std::vector<float> k(static_cast<size_t>(dh));
   weights.reserve(positions.size());
   for (int64_t j : positions) {

@@ -141,7 +141,7 @@ struct IncrementalDecoder::Impl {
   StepBarrier barrier_;
   // Thread counts of steps and of common-prefix chunks, chosen by timing them (thread_count_chooser.h).
   ThreadCountChooser step_threads_, prefix_threads_;
-  int probe_layer_ = -1, probe_head_ = 0;
+  ProbedHead probe_;  // set_probe's choice
   int64_t probe_position_ = -1;
   std::vector<float> probe_q_, probe_lse_;  // [batch, head_dim], [batch, heads]
 };

@@ -58,7 +58,7 @@ void IncrementalDecoder::Impl::step_common_prefix(const int32_t* input_tokens, i
   for (Layer& layer : layers_) {
     refill_window(layer, config_.heads, std::max(position_, end - layer.cache_columns), end);
   }
-  if (probe_layer_ >= 0) probe_position_ = end - 1;
+  if (probe_.on()) probe_position_ = end - 1;
   probe_of_prefix_ = true;
   position_ = common_prefix_ = end;
   // Copied every 1/32 of the capacity (2,048 positions of 65,536), so that no single call, and no Stop
@@ -89,10 +89,10 @@ void IncrementalDecoder::Impl::attend_prefix(const Layer& layer, int layer_index
     p.k_window = p.v_window = nullptr;
     // The probe records the chunk's last position, the step a listener is shown.
     const bool probing =
-        layer_index == probe_layer_ && r == prefix_rows_ - 1 && probe_head_ >= h0 && probe_head_ < h1;
+        layer_index == probe_.layer && r == prefix_rows_ - 1 && probe_.head >= h0 && probe_.head < h1;
     p.lse = probing ? probe_lse_.data() + h0 : nullptr;
     kernels::attention_decode(p);
-    if (probing) std::memcpy(probe_q_.data(), qkv_.data() + r * 3 * d + probe_head_ * dh, sizeof(float) * dh);
+    if (probing) std::memcpy(probe_q_.data(), qkv_.data() + r * 3 * d + probe_.head * dh, sizeof(float) * dh);
     pair += h1 - h0;
   }
 }

@@ -65,7 +65,7 @@ void ExpertDecoder::share_prefix() {
 }
 
 void ExpertDecoder::step(const int32_t* input_tokens, float* logits) {
-  const float* added = std::exchange(added_, nullptr);  // serves this call, whichever way it ends
+  const float* added = take_added();
   const int64_t batch = this->batch(), position = this->position();
   if (position >= capacity()) {
     throw std::out_of_range("decoder: position " + std::to_string(position) + " is past the capacity of " +
@@ -93,7 +93,7 @@ void ExpertDecoder::step(const int32_t* input_tokens, float* logits) {
 }
 
 void ExpertDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count) {
-  const float* added = std::exchange(added_, nullptr);  // serves this call, whichever way it ends
+  const float* added = take_added();
   if (count < 1) throw std::invalid_argument("decoder: a common prefix needs at least one position");
   const int64_t position = this->position();
   if (position + count > capacity()) {

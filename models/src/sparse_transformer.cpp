@@ -40,17 +40,23 @@ ResidualBlockImpl::ResidualBlockImpl(const ModelConfig& config, int layer)
   dropout = register_module("dropout", torch::nn::Dropout(config.dropout));
 }
 
-at::Tensor ResidualBlockImpl::attention(const at::Tensor& x) {
-  const int64_t batch = x.size(0), length = x.size(1), heads = config_.heads, head_dim = config_.head_dim();
-  // [B, T, 3, H, Dh]: the op slices q, k and v as strided views, and writes its gradient packed the same way.
-  const at::Tensor qkv_out = float_on_cpu(qkv->forward(x)).view({batch, length, 3, heads, head_dim});
+at::Tensor ResidualBlockImpl::sparse_attention(const at::Tensor& qkv_rows) {
+  const int64_t batch = qkv_rows.size(0), length = qkv_rows.size(1);
+  // The op slices q, k and v of [B, T, 3, H, Dh] as strided views, and writes its gradient packed the same way.
   auto layout = kernels::cached_layout(length, config_.block, patterns_);
-  const at::Tensor out = sparse_attention_packed(qkv_out, std::move(layout));
-  return attention_out->forward(out.transpose(1, 2).reshape({batch, length, config_.d_model}));
+  const at::Tensor out = sparse_attention_packed(float_on_cpu(qkv_rows), std::move(layout));  // [B, H, T, Dh]
+  return out.transpose(1, 2).reshape({batch, length, config_.d_model});
 }
 
 at::Tensor ResidualBlockImpl::branch(const at::Tensor& h) {
-  const at::Tensor a = dropout->forward(attention(norm_attention->forward(h)));
+  return branch(h, [this](const at::Tensor& qkv_rows) { return sparse_attention(qkv_rows); });
+}
+
+at::Tensor ResidualBlockImpl::branch(const at::Tensor& h, const Attend& attend) {
+  const int64_t batch = h.size(0), length = h.size(1);
+  const at::Tensor qkv_rows =
+      qkv->forward(norm_attention->forward(h)).view({batch, length, 3, config_.heads, config_.head_dim()});
+  const at::Tensor a = dropout->forward(attention_out->forward(attend(qkv_rows)));
   const at::Tensor b =
       dropout->forward(ff_out->forward(gelu_sigmoid(ff_in->forward(norm_ff->forward(h + a)))));
   return a + b;
@@ -63,7 +69,7 @@ using torch::autograd::variable_list;
 
 // Mixed precision: weights stay fp32 while autocast runs the matmuls in bf16 or fp16; layer norm and the
 // loss stay fp32. On CUDA the attention kernels take q, k and v in that dtype too; on the CPU (bf16 only)
-// our kernels are fp32, so attention() and branch() widen their inputs. LibTorch 2.4 renamed the API.
+// our kernels are fp32, so sparse_attention() widens its input. LibTorch 2.4 renamed the API.
 class AutocastScope {
  public:
   AutocastScope(bool cuda, bool enable, at::ScalarType dtype) : cuda_(cuda), enabled_(enable) {

@@ -11,12 +11,18 @@
 
 namespace stx::models {
 
-void check_probe_head(const ModelConfig& config, int layer, int head) {
+void ProbedHead::choose(const ModelConfig& config, int layer, int head) {
+  if (layer < 0) {
+    this->layer = -1;
+    return;
+  }
   if (layer >= config.layers || head < 0 || head >= config.heads) {
     throw std::out_of_range("decoder: no layer " + std::to_string(layer) + " head " + std::to_string(head) +
                             " (the model has " + std::to_string(config.layers) + " layers of " +
                             std::to_string(config.heads) + " heads)");
   }
+  this->layer = layer;
+  this->head = head;
 }
 
 std::unique_ptr<TokenDecoder> with_history_inputs(SparseTransformer& model, std::unique_ptr<TokenDecoder> network) {

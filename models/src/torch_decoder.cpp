@@ -120,34 +120,31 @@ void TorchDecoder::attend(int layer, const at::Tensor& q, const at::Tensor& out,
 }
 
 at::Tensor TorchDecoder::run_blocks(at::Tensor h, int64_t samples, int64_t rows) {
-  const int64_t heads = config_.heads, head_dim = config_.head_dim(), d = config_.d_model;
+  const int64_t heads = config_.heads, d = config_.d_model;
   for (int layer = 0; layer < config_.layers; ++layer) {
-    ResidualBlock& block = model_->block_list[static_cast<size_t>(layer)];
-    // The same computation as ResidualBlockImpl::branch, on the new rows only: [samples, rows, 3, heads, hd].
-    const at::Tensor qkv =
-        block->qkv->forward(block->norm_attention->forward(h)).view({samples, rows, 3, heads, head_dim});
-    // Keys and values of the new rows into the caches, [samples, heads, rows, head_dim] at position_.
-    at::Tensor k_rows = k_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
-    at::Tensor v_rows = v_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
-    k_rows.copy_(qkv.select(2, 1).transpose(1, 2));
-    v_rows.copy_(qkv.select(2, 2).transpose(1, 2));
-    const at::Tensor q = qkv.select(2, 0).to(attention_type_).contiguous();
-    const at::Tensor attended = at::empty_like(q);
-    const bool probing = layer == probe_layer_;
-    const at::Tensor lse =
-        probing ? at::empty({samples, heads}, at::TensorOptions().dtype(at::kFloat).device(device_))
-                : at::Tensor();
-    attend(layer, q, attended, lse, samples, rows);
-    if (probing) {
-      probe_q_ = q.select(1, rows - 1).select(1, probe_head_).to(at::kFloat).clone();
-      probe_lse_ = lse.select(1, probe_head_).clone();
-      probe_position_ = position_ + rows - 1;
-      probe_of_prefix_ = samples < batch_;
-    }
-    const at::Tensor a = block->attention_out->forward(attended.to(at::kFloat).view({samples, rows, d}));
-    const at::Tensor b =
-        block->ff_out->forward(gelu_sigmoid(block->ff_in->forward(block->norm_ff->forward(h + a))));
-    h = h + (a + b);  // the forward's order: h + branch(h), branch = a + b
+    // The block's own layer on the new rows only, with the attention over the caches.
+    const auto attend_cached = [&](const at::Tensor& qkv) {  // [samples, rows, 3, heads, head_dim]
+      // Keys and values of the new rows into the caches, [samples, heads, rows, head_dim] at position_.
+      at::Tensor k_rows = k_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
+      at::Tensor v_rows = v_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
+      k_rows.copy_(qkv.select(2, 1).transpose(1, 2));
+      v_rows.copy_(qkv.select(2, 2).transpose(1, 2));
+      const at::Tensor q = qkv.select(2, 0).to(attention_type_).contiguous();
+      const at::Tensor attended = at::empty_like(q);
+      const bool probing = layer == probe_.layer;
+      const at::Tensor lse =
+          probing ? at::empty({samples, heads}, at::TensorOptions().dtype(at::kFloat).device(device_))
+                  : at::Tensor();
+      attend(layer, q, attended, lse, samples, rows);
+      if (probing) {
+        probe_q_ = q.select(1, rows - 1).select(1, probe_.head).to(at::kFloat).clone();
+        probe_lse_ = lse.select(1, probe_.head).clone();
+        probe_position_ = position_ + rows - 1;
+        probe_of_prefix_ = samples < batch_;
+      }
+      return attended.to(at::kFloat).view({samples, rows, d});
+    };
+    h = h + model_->block_list[static_cast<size_t>(layer)]->branch(h, attend_cached);
   }
   return h;
 }
@@ -204,28 +201,22 @@ void TorchDecoder::rewind(int64_t position) {
 }
 
 void TorchDecoder::set_probe(int layer, int head) {
-  if (layer < 0) {
-    probe_layer_ = -1;
-    return;
-  }
-  check_probe_head(config_, layer, head);
-  probe_layer_ = layer;
-  probe_head_ = head;
+  probe_.choose(config_, layer, head);
   probe_position_ = -1;
 }
 
 void TorchDecoder::probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const {
   positions.clear();
   weights.clear();
-  if (probe_layer_ < 0 || probe_position_ < 0 || sample < 0 || sample >= batch_) return;
+  if (!probe_.on() || probe_position_ < 0 || sample < 0 || sample >= batch_) return;
   if (probe_of_prefix_) sample = 0;  // a prefix was computed for sample 0, and every sample shares it
   positions = kernels::attended_set(
-      patterns_[static_cast<size_t>(probe_layer_)][static_cast<size_t>(probe_head_)], probe_position_);
+      patterns_[static_cast<size_t>(probe_.layer)][static_cast<size_t>(probe_.head)], probe_position_);
   // w_j = exp(scale q.k_j - lse) with the kernel's own normaliser, computed where the keys are.
   at::NoGradGuard no_grad;
   const at::Tensor index = at::tensor(positions, at::kLong).to(device_);
   const at::Tensor keys =
-      k_cache_[static_cast<size_t>(probe_layer_)][sample][probe_head_].index_select(0, index).to(at::kFloat);
+      k_cache_[static_cast<size_t>(probe_.layer)][sample][probe_.head].index_select(0, index).to(at::kFloat);
   const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim()));
   const at::Tensor w =
       at::exp(keys.matmul(probe_q_[sample]) * scale - probe_lse_[sample]).to(at::kCPU).contiguous();

@@ -36,6 +36,15 @@ PatternSpec make_spec(const std::string& pattern, int n, int l = 8, int c = 1) {
   return spec;
 }
 
+// The pattern of the running data-driven test's row (columns pattern, n, l and c).
+PatternSpec fetched_spec() {
+  QFETCH(QString, pattern);
+  QFETCH(int, n);
+  QFETCH(int, l);
+  QFETCH(int, c);
+  return make_spec(pattern.toStdString(), n, l, c);
+}
+
 // Sets the controls one by one, as a user would; c goes to 1 first so no step in between is invalid.
 void show_pattern(PatternsTab& tab, const PatternSpec& spec, int query) {
   auto* pattern = tab.findChild<QComboBox*>(QStringLiteral("pattern"));
@@ -125,14 +134,11 @@ void PatternsTabTest::matrixEqualsAttendedPositions_data() {
 }
 
 void PatternsTabTest::matrixEqualsAttendedPositions() {
-  QFETCH(QString, pattern);
-  QFETCH(int, n);
-  QFETCH(int, l);
-  QFETCH(int, c);
   // given the tab set to the pattern through its controls
   stx::studio::StudioContext context;
   PatternsTab tab(&context);
-  const PatternSpec spec = make_spec(pattern.toStdString(), n, l, c);
+  const PatternSpec spec = fetched_spec();
+  const int n = static_cast<int>(spec.n);
   show_pattern(tab, spec, n / 2);
   // then every drawn cell, of every query, is the engine's class
   const ConnectivityView& view = *tab.connectivityView();
@@ -148,13 +154,10 @@ void PatternsTabTest::matrixEqualsAttendedPositions() {
 void PatternsTabTest::countsMatchEngine_data() { matrixEqualsAttendedPositions_data(); }
 
 void PatternsTabTest::countsMatchEngine() {
-  QFETCH(QString, pattern);
-  QFETCH(int, n);
-  QFETCH(int, l);
-  QFETCH(int, c);
   stx::studio::StudioContext context;
   PatternsTab tab(&context);
-  const PatternSpec spec = make_spec(pattern.toStdString(), n, l, c);
+  const PatternSpec spec = fetched_spec();
+  const int n = static_cast<int>(spec.n);
   for (const int query : {0, 1, n / 2 - 1, n / 2 + 3, n - 1}) {
     show_pattern(tab, spec, query);
     const QString text = tab.countsText();
@@ -259,14 +262,11 @@ void PatternsTabTest::reachGridMarksTwoHopReach_data() {
 }
 
 void PatternsTabTest::reachGridMarksTwoHopReach() {
-  QFETCH(QString, pattern);
-  QFETCH(int, n);
-  QFETCH(int, l);
-  QFETCH(int, c);
   QFETCH(int, query);
   stx::studio::StudioContext context;
   PatternsTab tab(&context);
-  const PatternSpec spec = make_spec(pattern.toStdString(), n, l, c);
+  const PatternSpec spec = fetched_spec();
+  const int n = static_cast<int>(spec.n), l = static_cast<int>(spec.stride);
   show_pattern(tab, spec, query);
   const ReachGridView& grid = *tab.reachGrid();
   QCOMPARE(grid.query(), query);

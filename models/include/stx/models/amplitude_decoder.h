@@ -23,7 +23,6 @@ class AmplitudeDecoder final : public WrappingDecoder {
 
   void step(const int32_t* input_tokens, float* logits) override;
   void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
-  void add_to_next_embedding(const float* rows) override { added_ = rows; }
   // The inputs before `position` stay recorded: nothing to replay.
   void rewind(int64_t position) override { network_->rewind(position); }
 
@@ -39,7 +38,6 @@ class AmplitudeDecoder final : public WrappingDecoder {
   std::vector<float> map_;         // [d, taps]: the amplitude layer's weight
   std::vector<uint16_t> tokens_;   // [batch, capacity]: each position's input token (256: the start)
   std::vector<float> rows_;        // what is added to the embeddings of the call under way
-  const float* added_ = nullptr;   // the wrapping decoder's rows for the next call, or null
 };
 
 }  // namespace stx::models

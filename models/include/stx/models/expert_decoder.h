@@ -24,7 +24,6 @@ class ExpertDecoder final : public WrappingDecoder {
 
   void step(const int32_t* input_tokens, float* logits) override;
   void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
-  void add_to_next_embedding(const float* rows) override { added_ = rows; }
   // Rewinds the network, and replays each sample's bytes before `position` through a fresh predictor.
   void rewind(int64_t position) override;
   // The predictor of `sample`, as of the next step (for tests and the level guard's report).
@@ -50,7 +49,6 @@ class ExpertDecoder final : public WrappingDecoder {
   std::vector<float> log_probs_;  // [batch, 256]
   bool prefix_unshared_ = false;
   int64_t common_prefix_ = 0;  // positions [0, common_prefix_) came from step_common_prefix
-  const float* added_ = nullptr;
 };
 
 // Reads `count` bytes into every sample's predictor, outside any step: for benchmarks that time steps at a

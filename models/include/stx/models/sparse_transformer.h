@@ -19,6 +19,7 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
+#include <functional>
 #include <vector>
 
 #include "stx/models/linear_expert.h"
@@ -32,8 +33,15 @@ at::Tensor gelu_sigmoid(const at::Tensor& x);
 class ResidualBlockImpl : public torch::nn::Module {
  public:
   ResidualBlockImpl(const ModelConfig& config, int layer);
-  // h: [B, T, d_model] -> a(h) + b(h), the residual branch only (the caller adds h).
+  // h: [B, T, d_model] -> a(h) + b(h), the residual branch only (the caller adds h), with the block's
+  // sparse attention over the T positions of h.
   at::Tensor branch(const at::Tensor& h);
+  // The attention a branch runs: the projected queries, keys and values [B, T, 3, heads, head_dim] ->
+  // the heads' outputs, concatenated, [B, T, d_model].
+  using Attend = std::function<at::Tensor(const at::Tensor& qkv)>;
+  // The same layer with another attention: the GPU decoder's over its KV caches. The layer (norms,
+  // projections, GELU, dropout, residual order) is written here once for the forward and that decoder.
+  at::Tensor branch(const at::Tensor& h, const Attend& attend);
   // The pattern of every head of this block.
   const std::vector<kernels::HeadPattern>& patterns() const { return patterns_; }
 
@@ -42,7 +50,7 @@ class ResidualBlockImpl : public torch::nn::Module {
   torch::nn::Dropout dropout{nullptr};
 
  private:
-  at::Tensor attention(const at::Tensor& x);
+  at::Tensor sparse_attention(const at::Tensor& qkv);
   ModelConfig config_;
   std::vector<kernels::HeadPattern> patterns_;
 };

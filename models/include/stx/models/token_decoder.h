@@ -65,14 +65,27 @@ class WrappingDecoder : public TokenDecoder {
   void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const override {
     network_->probe(sample, positions, weights);
   }
+  void add_to_next_embedding(const float* rows) override { added_ = rows; }
 
  protected:
   explicit WrappingDecoder(std::unique_ptr<TokenDecoder> network) : network_(std::move(network)) {}
+  // The rows a decoder wrapping this one gave for the next call, or null. That call takes them first thing
+  // (std::exchange), so that they serve it alone, whichever way it ends.
+  const float* take_added() { return std::exchange(added_, nullptr); }
   std::unique_ptr<TokenDecoder> network_;
+
+ private:
+  const float* added_ = nullptr;
 };
 
-// Throws std::out_of_range unless block `layer` of `config` has a head `head` (the probe's check).
-void check_probe_head(const ModelConfig& config, int layer, int head);
+// The head a decoder's set_probe chose; layer -1 while the probe is off.
+struct ProbedHead {
+  int layer = -1, head = 0;
+  // set_probe's rule for every decoder: a negative layer turns the probe off; otherwise block `layer` of
+  // `config` must have a head `head` (std::out_of_range, and the choice is kept).
+  void choose(const ModelConfig& config, int layer, int head);
+  bool on() const { return layer >= 0; }
+};
 
 // `network`, a decoder of `model`'s network alone (IncrementalDecoder or TorchDecoder), wrapped in one
 // decoder per input the model reads from its decoded history, each the one owner of its input for every

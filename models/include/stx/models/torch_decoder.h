@@ -1,7 +1,7 @@
 // Incremental decoding through the model's own LibTorch modules, on the model's device: the GPU path of
-// generation. Each step runs every block's layer norms, linear layers and GELU as LibTorch ops on the new
-// position only, writes its keys and values into a KV cache on the device, and attends through our decode
-// kernel (kernels::attention_decode, CUDA on a CUDA device), which touches only A(i). The logits come back
+// generation. Each step runs every block's own layer (ResidualBlockImpl::branch, the forward's) on the new
+// position only, with an attention that writes its keys and values into a KV cache on the device and attends
+// through our decode kernel (kernels::attention_decode, CUDA on a CUDA device), which touches only A(i). The logits come back
 // to the host in one small copy per step.
 //
 //   stx::models::TorchDecoder decoder(model, /*batch=*/4, /*capacity=*/0, stx::kernels::DType::f32,
@@ -78,7 +78,7 @@ class TorchDecoder final : public TokenDecoder {
   std::vector<std::vector<kernels::HeadPattern>> patterns_;  // [layer][head]
   std::vector<at::Tensor> k_cache_, v_cache_;                // [layer]: [batch, heads, capacity, head_dim]
   const float* added_embedding_ = nullptr;  // add_to_next_embedding's rows for the next call, or null
-  int probe_layer_ = -1, probe_head_ = 0;
+  ProbedHead probe_;  // set_probe's choice
   int64_t probe_position_ = -1;
   bool probe_of_prefix_ = false;    // the last probe was of a prefix: sample 0's, which every sample shares
   at::Tensor probe_q_, probe_lse_;  // [samples, head_dim] fp32, [samples] fp32, on the device
