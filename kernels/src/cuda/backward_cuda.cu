@@ -7,31 +7,10 @@
 // lists. Each output row is owned by one thread block per launch, so nothing races and no atomics are
 // needed. Parts run as successive launches (slots) whose contributions add up, in fp32 (the gradient
 // itself for fp32, a scratch buffer for fp16/bf16) until a head's last part writes the dtype.
-#include "cuda/cuda_common.cuh"
+#include "cuda/attention_args.cuh"
 
 namespace stx::kernels::detail {
 namespace {
-
-template <class T>
-struct BackwardArgs {
-  const T* q;          // [batch, heads, n, dim]
-  const T* k;          // [batch, heads, n, dim]
-  const T* v;          // [batch, heads, n, dim]
-  const T* dout;       // [batch, heads, n, dim]
-  const float* lse;    // [batch, heads, n], the forward's final log-sum-exp
-  const float* delta;  // [batch, heads, n], dO_i . O_i
-  T* grad_a;           // dK (key pass) or dQ (query pass), [batch, heads, n, dim]
-  T* grad_b;           // dV (key pass), unused by the query pass
-  float* partial_a;    // fp32 running sums between parts (grad_a itself for fp32)
-  float* partial_b;
-  Strides q_stride, k_stride, v_stride, dout_stride, grad_a_stride, grad_b_stride, partial_a_stride,
-      partial_b_stride;
-  int64_t heads, n;
-  int dim;
-  float scale;
-  const DevicePart* parts;
-  const WorkItem* items;
-};
 
 // Delta_i = sum_d dO_id O_id, one warp per row.
 template <class T>
@@ -86,18 +65,6 @@ __device__ void probabilities(const float* q_tile, const float* k_tile, const fl
     }
     p[r * SD + c] = prob;
     ds[r * SD + c] = dscore;
-  }
-}
-
-// Adds `value` to the fp32 running sum of earlier parts (if any), then stores it: in the dtype for the
-// head's last part, else back to the running sum. Only the calling thread touches this element.
-template <class T>
-__device__ __forceinline__ void finish(float value, int32_t flags, float* partial, T* grad) {
-  if (!(flags & kFirstPart)) value += *partial;
-  if (flags & kLastPart) {
-    store_float(grad, value);
-  } else {
-    *partial = value;
   }
 }
 
@@ -272,63 +239,16 @@ __global__ void __launch_bounds__(kThreads) query_kernel(BackwardArgs<T> a) {
   }
 }
 
-template <class Kernel, class Args>
-void launch_slots(Kernel kernel, Args& a, const DeviceLayout& layout, int64_t batch, int block, int tile,
-                  size_t shared, cudaStream_t stream) {
-  allow_shared_memory(kernel, shared);
-  for (size_t slot = 0; slot < layout.slot_items.size(); ++slot) {
-    if (layout.slot_count[slot] == 0) continue;
-    a.items = layout.slot_items[slot];
-    const dim3 grid(static_cast<unsigned>(layout.slot_count[slot]), static_cast<unsigned>(batch),
-                    static_cast<unsigned>((block + tile - 1) / tile));
-    kernel<<<grid, kThreads, shared, stream>>>(a);
-    STX_CUDA_CHECK(cudaGetLastError());
-  }
-}
-
 template <class T, int D>
 void launch_backward(const BackwardParams& p, const DeviceLayout& layout, const float* delta,
-                     float* scratch) {
+                     const BackwardScratch& scratch) {
   constexpr int TILE = tile_rows(D);
   constexpr size_t shared = backward_shared_bytes<D, TILE>();
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  const Strides contiguous = Strides::contiguous(p.heads, p.seq_len, p.head_dim);
-  const int64_t elements = p.batch * p.heads * p.seq_len * p.head_dim;
-  BackwardArgs<T> a{};
-  a.q = static_cast<const T*>(p.q);
-  a.k = static_cast<const T*>(p.k);
-  a.v = static_cast<const T*>(p.v);
-  a.dout = static_cast<const T*>(p.dout);
-  a.lse = p.lse;
-  a.delta = delta;
-  a.q_stride = p.q_stride;
-  a.k_stride = p.k_stride;
-  a.v_stride = p.v_stride;
-  a.dout_stride = p.dout_stride;
-  a.heads = p.heads;
-  a.n = p.seq_len;
-  a.dim = static_cast<int>(p.head_dim);
-  a.scale = p.scale;
-  a.parts = layout.parts;
-
-  // Pass 1: dK and dV. Running sums live in the gradients themselves for fp32, else in the scratch.
-  a.grad_a = static_cast<T*>(p.dk);
-  a.grad_b = static_cast<T*>(p.dv);
-  a.grad_a_stride = p.dk_stride;
-  a.grad_b_stride = p.dv_stride;
-  a.partial_a = scratch ? scratch : static_cast<float*>(p.dk);
-  a.partial_b = scratch ? scratch + elements : static_cast<float*>(p.dv);
-  a.partial_a_stride = scratch ? contiguous : p.dk_stride;
-  a.partial_b_stride = scratch ? contiguous : p.dv_stride;
+  BackwardArgs<T> a = backward_args<T>(p, layout, delta);
+  set_key_pass(a, p, scratch);
   launch_slots(key_kernel<T, D, TILE>, a, layout, p.batch, p.layout->block, TILE, shared, stream);
-
-  // Pass 2: dQ. Stream order makes pass 1 finish first, so its scratch can be reused.
-  a.grad_a = static_cast<T*>(p.dq);
-  a.grad_b = nullptr;
-  a.grad_a_stride = p.dq_stride;
-  a.partial_a = scratch ? scratch : static_cast<float*>(p.dq);
-  a.partial_b = nullptr;
-  a.partial_a_stride = scratch ? contiguous : p.dq_stride;
+  set_query_pass(a, p, scratch);
   launch_slots(query_kernel<T, D, TILE>, a, layout, p.batch, p.layout->block, TILE, shared, stream);
 }
 
@@ -351,8 +271,10 @@ void backward_cuda(const BackwardParams& p) {
         static_cast<const T*>(p.out), static_cast<const T*>(p.dout), p.out_stride, p.dout_stride, p.heads,
         p.seq_len, static_cast<int>(p.head_dim), rows, delta.get());
     STX_CUDA_CHECK(cudaGetLastError());
+    const BackwardScratch passes_scratch{scratch.get()};
+    if (tensor_core_backward_applies(p)) return backward_tc_cuda(p, layout, delta.get(), passes_scratch);
     dispatch_head_dim(p.head_dim, [&](auto dim) {
-      launch_backward<T, decltype(dim)::value>(p, layout, delta.get(), scratch.get());
+      launch_backward<T, decltype(dim)::value>(p, layout, delta.get(), passes_scratch);
     });
   });
 }

@@ -163,6 +163,11 @@ __device__ __forceinline__ bool mask_bit(const uint64_t* mask, int64_t mask_word
   return (mask[row * mask_words + (col >> 6)] >> (col & 63)) & 1u;
 }
 
+// The mask of a part's block list entry: null for a full block (mask index -1).
+__device__ __forceinline__ const uint64_t* block_mask(const DevicePart& part, int32_t mask_index) {
+  return mask_index < 0 ? nullptr : part.masks + int64_t{mask_index} * part.block * part.mask_words;
+}
+
 // One thread block's work: a block (query block for the forward and dQ, key block for dK/dV) of one lane
 // of one part of one head. Slot s of a layout lists the items of every head's part s; the launches of
 // slots 0, 1, ... run in stream order and merge into what the earlier slots wrote.
@@ -185,7 +190,33 @@ struct DeviceLayout {
   ~DeviceLayout();
 };
 
+// Launches `kernel` once per slot of the layout, in stream order (each slot's parts merge into what the earlier
+// slots wrote): a thread block per (work item, batch, tile of `tile` rows of a block of `block`).
+template <class Kernel, class Args>
+void launch_slots(Kernel kernel, Args& a, const DeviceLayout& layout, int64_t batch, int block, int tile,
+                  size_t shared, cudaStream_t stream) {
+  allow_shared_memory(kernel, shared);
+  for (size_t slot = 0; slot < layout.slot_items.size(); ++slot) {
+    if (layout.slot_count[slot] == 0) continue;
+    a.items = layout.slot_items[slot];
+    const dim3 grid(static_cast<unsigned>(layout.slot_count[slot]), static_cast<unsigned>(batch),
+                    static_cast<unsigned>((block + tile - 1) / tile));
+    kernel<<<grid, kThreads, shared, stream>>>(a);
+    STX_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
 // The device copy of `layout` for the current device, uploaded on first use and cached in the layout.
 const DeviceLayout& device_layout(const Layout& layout);
+
+// Whether the tensor-core kernels run for `dtype` on the current device: float16 or bfloat16, a device of
+// compute capability 8.0 or later, and STX_CUDA_TENSOR_CORES not set to 0 (which keeps the scalar kernels).
+bool tensor_cores_usable(DType dtype);
+
+// The tensor-core forward (forward_tc_cuda.cu): whether it takes these params (tensor_cores_usable and
+// head_dim <= 128), and the forward itself, with forward_cuda's fp32 scratch for the running output between
+// parts.
+bool tensor_core_forward_applies(const ForwardParams& p);
+void forward_tc_cuda(const ForwardParams& p, const DeviceLayout& layout, float* partial, const Strides& partial_stride);
 
 }  // namespace stx::kernels::detail

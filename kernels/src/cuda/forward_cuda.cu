@@ -6,25 +6,10 @@
 // run as successive launches (slots); each launch merges its part into the previous parts' result
 // through the log-sum-exp, so a row is written by exactly one thread block per launch: no races.
 #include "cuda/cuda_common.cuh"
+#include "cuda/attention_args.cuh"
 
 namespace stx::kernels::detail {
 namespace {
-
-template <class T>
-struct ForwardArgs {
-  const T* q;      // [batch, heads, n, dim]
-  const T* k;      // [batch, heads, n, dim]
-  const T* v;      // [batch, heads, n, dim]
-  T* out;          // [batch, heads, n, dim], written by the head's last part
-  float* lse;      // [batch, heads, n]: each part's launch leaves the running log-sum-exp here
-  float* partial;  // [batch, heads, n, dim] fp32: the running output between parts (out itself for fp32)
-  Strides q_stride, k_stride, v_stride, out_stride, partial_stride;
-  int64_t heads, n;
-  int dim;
-  float scale;
-  const DevicePart* parts;
-  const WorkItem* items;
-};
 
 // Shared floats used by one thread block: q, k, v tiles, the score tile and five per-row vectors.
 template <int D, int TILE>
@@ -178,36 +163,10 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(ForwardArgs<T> a) {
 template <class T, int D>
 void launch_forward(const ForwardParams& p, const DeviceLayout& layout, float* partial,
                     const Strides& partial_stride) {
-  ForwardArgs<T> a{};
-  a.q = static_cast<const T*>(p.q);
-  a.k = static_cast<const T*>(p.k);
-  a.v = static_cast<const T*>(p.v);
-  a.out = static_cast<T*>(p.out);
-  a.lse = p.lse;
-  a.partial = partial;
-  a.q_stride = p.q_stride;
-  a.k_stride = p.k_stride;
-  a.v_stride = p.v_stride;
-  a.out_stride = p.out_stride;
-  a.partial_stride = partial_stride;
-  a.heads = p.heads;
-  a.n = p.seq_len;
-  a.dim = static_cast<int>(p.head_dim);
-  a.scale = p.scale;
-  a.parts = layout.parts;
+  ForwardArgs<T> a = forward_args<T>(p, layout, partial, partial_stride);
   constexpr int TILE = tile_rows(D);
-  auto kernel = forward_kernel<T, D, TILE>;
-  constexpr size_t shared = forward_shared_bytes<D, TILE>();
-  allow_shared_memory(kernel, shared);
-  const unsigned tiles = static_cast<unsigned>((p.layout->block + TILE - 1) / TILE);
-  const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  for (size_t slot = 0; slot < layout.slot_items.size(); ++slot) {
-    if (layout.slot_count[slot] == 0) continue;
-    a.items = layout.slot_items[slot];
-    const dim3 grid(static_cast<unsigned>(layout.slot_count[slot]), static_cast<unsigned>(p.batch), tiles);
-    kernel<<<grid, kThreads, shared, stream>>>(a);
-    STX_CUDA_CHECK(cudaGetLastError());
-  }
+  launch_slots(forward_kernel<T, D, TILE>, a, layout, p.batch, p.layout->block, TILE,
+               forward_shared_bytes<D, TILE>(), static_cast<cudaStream_t>(p.stream));
 }
 
 }  // namespace
@@ -222,6 +181,7 @@ void forward_cuda(const ForwardParams& p) {
   StreamBuffer buffer(scratch ? static_cast<size_t>(p.batch * p.heads * p.seq_len * p.head_dim) : 0, stream);
   float* partial = scratch ? buffer.get() : static_cast<float*>(p.out);
   const Strides partial_stride = scratch ? Strides::contiguous(p.heads, p.seq_len, p.head_dim) : p.out_stride;
+  if (tensor_core_forward_applies(p)) return forward_tc_cuda(p, layout, partial, partial_stride);
   dispatch_dtype(p.dtype, [&](auto type) {
     using T = typename decltype(type)::type;
     dispatch_head_dim(p.head_dim, [&](auto dim) {

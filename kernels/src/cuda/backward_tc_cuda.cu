@@ -1,0 +1,241 @@
+// The block-sparse backward on tensor cores (float16 and bfloat16, sm_80 and later, head dims up to 64): the
+// scalar backward's two passes (backward_cuda.cu: its Delta kernel, its launches per part and its finish(),
+// so dK, dV and dQ stay deterministic), with every product on mma.m16n8k16 as in FlashAttention-2.
+//   key pass    a thread block per 64 keys, a warp per 16; per 64-query chunk of each query block that visits
+//               the key block: S^T = K Q^T and dP^T = V dO^T, then P^T and dS^T per lane, dV += P^T dO and
+//               dK += dS^T Q with P^T and dS^T taken from the accumulators as A operands.
+//   query pass  a thread block per 64 queries: S = Q K^T, dP = dO V^T, dQ += dS K.
+// The per-lane step (flash::probabilities_and_dscores) and the fragment maps are the ones the CPU suite runs
+// through its warp model (tests/kernels/mma_warp_backward.cpp).
+#include "cuda/attention_args.cuh"
+#include "cuda/flash_tile.h"
+#include "cuda/mma_instructions.cuh"
+
+namespace stx::kernels::detail {
+namespace {
+
+namespace fl = stx::kernels::flash;
+constexpr int kChunk = fl::kChunkKeys;
+
+template <int D>
+constexpr size_t tc_backward_shared_bytes() {
+  return sizeof(uint16_t) * static_cast<size_t>(2 * fl::kTileRows + 2 * kChunk) * mma::tile_pitch(D) +
+         sizeof(float) * 2 * kChunk;
+}
+
+// lse and Delta of a chunk's rows into shared memory: -inf and 0 past them.
+__device__ __forceinline__ void load_row_values(float* lse, float* delta, const float* lse_head,
+                                                const float* delta_head, int64_t lane, int64_t step,
+                                                int64_t first, int rows) {
+  for (int r = threadIdx.x; r < kChunk; r += kThreads) {
+    const int64_t position = lane + (first + r) * step;
+    lse[r] = r < rows ? lse_head[position] : -INFINITY;
+    delta[r] = r < rows ? delta_head[position] : 0.0f;
+  }
+}
+
+// Adds a warp's accumulated rows (times scale) through finish(): rows first_row + r of a lane.
+template <class T, int D>
+__device__ __forceinline__ void finish_rows(const float (&acc)[D / 8][4], float scale, int rows_held,
+                                            int64_t first_row, int64_t lane, int64_t step, int dim,
+                                            int32_t flags, float* partial, const Strides& partial_stride,
+                                            T* grad, const Strides& grad_stride) {
+  const int me = threadIdx.x % 32;
+#pragma unroll
+  for (int t = 0; t < D / 8; ++t) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const mma::Cell cell = mma::c_cell(me, i);
+      const int d = t * mma::kN + cell.col;
+      if (cell.row >= rows_held || d >= dim) continue;
+      const int64_t position = lane + (first_row + cell.row) * step;
+      finish(acc[t][i] * scale, flags, partial + position * partial_stride.seq + d,
+             grad + position * grad_stride.seq + d);
+    }
+  }
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int P = mma::tile_pitch(D);
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  uint16_t* k_tile = reinterpret_cast<uint16_t*>(shared_bytes);   // [64 keys][P]
+  uint16_t* v_tile = k_tile + fl::kTileRows * P;                  // [64 keys][P]
+  uint16_t* q_tile = v_tile + fl::kTileRows * P;                  // [64 queries][P]
+  uint16_t* dout_tile = q_tile + kChunk * P;                      // [64 queries][P]
+  float* lse = reinterpret_cast<float*>(dout_tile + kChunk * P);  // [64]
+  float* delta = lse + kChunk;                                    // [64]
+
+  const WorkItem item = a.items[blockIdx.x];
+  const DevicePart part = a.parts[item.part];
+  const int B = part.block;
+  const int64_t batch = blockIdx.y, step = part.step, lane = item.lane;
+  const int64_t length = lane_length(a.n, lane, step);
+  const int tile_col = blockIdx.z * fl::kTileRows;
+  const int64_t k_first = int64_t{item.block} * B + tile_col;
+  if (k_first >= length) return;
+  const int k_rows = static_cast<int>(min(int64_t{min(fl::kTileRows, B - tile_col)}, length - k_first));
+
+  const int64_t bh = batch * a.heads + item.head;
+  const T* q = a.q + batch * a.q_stride.batch + item.head * a.q_stride.head;
+  const T* dout = a.dout + batch * a.dout_stride.batch + item.head * a.dout_stride.head;
+  load_tile16<T, D, fl::kTileRows>(k_tile, a.k + batch * a.k_stride.batch + item.head * a.k_stride.head,
+                                   a.k_stride.seq, lane, step, k_first, k_rows, a.dim, a.vector_loads);
+  load_tile16<T, D, fl::kTileRows>(v_tile, a.v + batch * a.v_stride.batch + item.head * a.v_stride.head,
+                                   a.v_stride.seq, lane, step, k_first, k_rows, a.dim, a.vector_loads);
+  __syncthreads();
+  const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
+  const int keys_held = max(0, min(fl::kWarpRows, k_rows - warp * fl::kWarpRows));
+  uint32_t k_a[D / 16][4], v_a[D / 16][4];
+  row_operands<D>(k_a, k_tile, warp * fl::kWarpRows);
+  row_operands<D>(v_a, v_tile, warp * fl::kWarpRows);
+  float dk[D / 8][4], dv[D / 8][4];
+  zero(dk);
+  zero(dv);
+
+  const int64_t list_end = part.col_begin[item.block + 1];
+  for (int64_t entry = part.col_begin[item.block]; entry < list_end; ++entry) {
+    const int64_t qb = part.col_query[entry];
+    const int32_t mask_index = part.col_mask[entry];
+    for (int chunk = 0; chunk < B; chunk += kChunk) {
+      const int64_t q_first = qb * B + chunk;
+      if (q_first >= length) break;
+      const int q_rows = static_cast<int>(min(int64_t{min(kChunk, B - chunk)}, length - q_first));
+      __syncthreads();  // every warp is done with the previous chunk
+      load_tile16<T, D, kChunk>(q_tile, q, a.q_stride.seq, lane, step, q_first, q_rows, a.dim,
+                                a.vector_loads);
+      load_tile16<T, D, kChunk>(dout_tile, dout, a.dout_stride.seq, lane, step, q_first, q_rows, a.dim,
+                                a.vector_loads);
+      load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step, q_first, q_rows);
+      __syncthreads();
+      if (keys_held == 0) continue;  // warp-uniform
+      float s[fl::kScoreTiles][4], dp[fl::kScoreTiles][4];
+      zero(s);
+      zero(dp);
+      chunk_product<T, D>(s, k_a, q_tile);      // S^T = K Q^T
+      chunk_product<T, D>(dp, v_a, dout_tile);  // dP^T = V dO^T
+      const fl::ChunkMask mask = fl::chunk_mask(block_mask(part, mask_index), part.mask_words, chunk,
+                                                tile_col + warp * fl::kWarpRows, q_rows, keys_held);
+      fl::probabilities_and_dscores<true>(s, dp, me, mask, a.scale, lse, delta);
+      accumulate_from_scores<T, D>(dv, s, dout_tile);  // dV += P^T dO
+      accumulate_from_scores<T, D>(dk, dp, q_tile);    // dK += dS^T Q
+    }
+  }
+  if (keys_held == 0) return;
+  const int64_t first_key = k_first + warp * fl::kWarpRows;
+  finish_rows<T, D>(dk, a.scale, keys_held, first_key, lane, step, a.dim, item.flags,
+                    a.partial_a + batch * a.partial_a_stride.batch + item.head * a.partial_a_stride.head,
+                    a.partial_a_stride,
+                    a.grad_a + batch * a.grad_a_stride.batch + item.head * a.grad_a_stride.head,
+                    a.grad_a_stride);
+  finish_rows<T, D>(dv, 1.0f, keys_held, first_key, lane, step, a.dim, item.flags,
+                    a.partial_b + batch * a.partial_b_stride.batch + item.head * a.partial_b_stride.head,
+                    a.partial_b_stride,
+                    a.grad_b + batch * a.grad_b_stride.batch + item.head * a.grad_b_stride.head,
+                    a.grad_b_stride);
+#endif
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int P = mma::tile_pitch(D);
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  uint16_t* q_tile = reinterpret_cast<uint16_t*>(shared_bytes);  // [64 queries][P]
+  uint16_t* dout_tile = q_tile + fl::kTileRows * P;              // [64 queries][P]
+  uint16_t* k_tile = dout_tile + fl::kTileRows * P;              // [64 keys][P]
+  uint16_t* v_tile = k_tile + kChunk * P;                        // [64 keys][P]
+  float* lse = reinterpret_cast<float*>(v_tile + kChunk * P);    // [64 queries]
+  float* delta = lse + kChunk;                                   // [64 queries]
+
+  const WorkItem item = a.items[blockIdx.x];
+  const DevicePart part = a.parts[item.part];
+  const int B = part.block;
+  const int64_t batch = blockIdx.y, step = part.step, lane = item.lane;
+  const int64_t length = lane_length(a.n, lane, step);
+  const int tile_row = blockIdx.z * fl::kTileRows;
+  const int64_t q_first = int64_t{item.block} * B + tile_row;
+  if (q_first >= length) return;
+  const int q_rows = static_cast<int>(min(int64_t{min(fl::kTileRows, B - tile_row)}, length - q_first));
+
+  const int64_t bh = batch * a.heads + item.head;
+  const T* k = a.k + batch * a.k_stride.batch + item.head * a.k_stride.head;
+  const T* v = a.v + batch * a.v_stride.batch + item.head * a.v_stride.head;
+  load_tile16<T, D, fl::kTileRows>(q_tile, a.q + batch * a.q_stride.batch + item.head * a.q_stride.head,
+                                   a.q_stride.seq, lane, step, q_first, q_rows, a.dim, a.vector_loads);
+  load_tile16<T, D, fl::kTileRows>(dout_tile,
+                                   a.dout + batch * a.dout_stride.batch + item.head * a.dout_stride.head,
+                                   a.dout_stride.seq, lane, step, q_first, q_rows, a.dim, a.vector_loads);
+  load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step, q_first, q_rows);
+  __syncthreads();
+  const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
+  const int rows_held = max(0, min(fl::kWarpRows, q_rows - warp * fl::kWarpRows));
+  uint32_t q_a[D / 16][4], dout_a[D / 16][4];
+  row_operands<D>(q_a, q_tile, warp * fl::kWarpRows);
+  row_operands<D>(dout_a, dout_tile, warp * fl::kWarpRows);
+  float dq[D / 8][4];
+  zero(dq);
+
+  const int64_t list_end = part.row_begin[item.block + 1];
+  for (int64_t entry = part.row_begin[item.block]; entry < list_end; ++entry) {
+    const int64_t kb = part.row_key[entry];
+    const int32_t mask_index = part.row_mask[entry];
+    for (int chunk = 0; chunk < B; chunk += kChunk) {
+      const int64_t k_first = kb * B + chunk;
+      if (k_first >= length) break;
+      const int k_rows = static_cast<int>(min(int64_t{min(kChunk, B - chunk)}, length - k_first));
+      __syncthreads();
+      load_tile16<T, D, kChunk>(k_tile, k, a.k_stride.seq, lane, step, k_first, k_rows, a.dim,
+                                a.vector_loads);
+      load_tile16<T, D, kChunk>(v_tile, v, a.v_stride.seq, lane, step, k_first, k_rows, a.dim,
+                                a.vector_loads);
+      __syncthreads();
+      if (rows_held == 0) continue;
+      float s[fl::kScoreTiles][4], dp[fl::kScoreTiles][4];
+      zero(s);
+      zero(dp);
+      chunk_product<T, D>(s, q_a, k_tile);      // S = Q K^T
+      chunk_product<T, D>(dp, dout_a, v_tile);  // dP = dO V^T
+      const fl::ChunkMask mask = fl::chunk_mask(block_mask(part, mask_index), part.mask_words,
+                                                tile_row + warp * fl::kWarpRows, chunk, rows_held, k_rows);
+      fl::probabilities_and_dscores<false>(s, dp, me, mask, a.scale, lse + warp * fl::kWarpRows,
+                                           delta + warp * fl::kWarpRows);
+      accumulate_from_scores<T, D>(dq, dp, k_tile);  // dQ += dS K
+    }
+  }
+  if (rows_held == 0) return;
+  finish_rows<T, D>(dq, a.scale, rows_held, q_first + warp * fl::kWarpRows, lane, step, a.dim, item.flags,
+                    a.partial_a + batch * a.partial_a_stride.batch + item.head * a.partial_a_stride.head,
+                    a.partial_a_stride,
+                    a.grad_a + batch * a.grad_a_stride.batch + item.head * a.grad_a_stride.head,
+                    a.grad_a_stride);
+#endif
+}
+
+template <class T, int D>
+void launch_tc_passes(BackwardArgs<T> a, const BackwardParams& p, const DeviceLayout& layout,
+                      const BackwardScratch& scratch) {
+  const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
+  constexpr size_t shared = tc_backward_shared_bytes<D>();
+  set_key_pass(a, p, scratch);
+  launch_slots(key_tc_kernel<T, D>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
+  set_query_pass(a, p, scratch);
+  launch_slots(query_tc_kernel<T, D>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
+}
+
+}  // namespace
+
+bool tensor_core_backward_applies(const BackwardParams& p) {
+  return p.head_dim <= 64 && tensor_cores_usable(p.dtype);
+}
+
+void backward_tc_cuda(const BackwardParams& p, const DeviceLayout& layout, const float* delta,
+                      const BackwardScratch& scratch) {
+  dispatch_tensor_core<64>(p.dtype, p.head_dim, [&](auto type, auto dim) {
+    using T = typename decltype(type)::type;
+    launch_tc_passes<T, decltype(dim)::value>(backward_args<T>(p, layout, delta), p, layout, scratch);
+  });
+}
+
+}  // namespace stx::kernels::detail

@@ -1,0 +1,177 @@
+// The block-sparse forward on tensor cores (float16 and bfloat16, sm_80 and later, head dims up to 128):
+// flash attention over our layouts. One thread block per (work item, batch, 64-row query tile), as the
+// scalar forward (forward_cuda.cu) and with its launches per part and its merge through the log-sum-exp;
+// four warps of 16 query rows each. Per 64-key chunk of each listed key block a warp computes S = Q K^T
+// with mma.m16n8k16 (Q in registers for the whole walk, K through ldmatrix), masks only the blocks the
+// layout marks partial, runs the online softmax in registers, and accumulates O += P V with P taken
+// straight from S's accumulators (V through ldmatrix .trans). The fragment maps and every per-lane step
+// are in mma_fragments.h and flash_tile.h, which the CPU suite runs through its model of a warp.
+#include "cuda/attention_args.cuh"
+#include "cuda/flash_tile.h"
+#include "cuda/mma_instructions.cuh"
+
+namespace stx::kernels::detail {
+namespace {
+
+namespace fl = stx::kernels::flash;
+
+template <int D>
+constexpr size_t tc_shared_bytes() {
+  return sizeof(uint16_t) * static_cast<size_t>(fl::kTileRows + 2 * fl::kChunkKeys) * mma::tile_pitch(D);
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  static_assert(fl::kWarps * 32 == kThreads, "one warp per 16 query rows of the 64-row tile");
+  static_assert(D % 16 == 0 && D <= 128, "head dims are padded to 32, 48, 64 or 128");
+  constexpr int P = mma::tile_pitch(D), OUT_TILES = D / mma::kN;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  uint16_t* q_tile = reinterpret_cast<uint16_t*>(shared_bytes);  // [kTileRows][P]
+  uint16_t* k_tile = q_tile + fl::kTileRows * P;                 // [kChunkKeys][P]
+  uint16_t* v_tile = k_tile + fl::kChunkKeys * P;                // [kChunkKeys][P]
+
+  const WorkItem item = a.items[blockIdx.x];
+  const DevicePart part = a.parts[item.part];
+  const int B = part.block;
+  const int64_t batch = blockIdx.y, step = part.step, view_lane = item.lane;
+  const int64_t length = lane_length(a.n, view_lane, step);
+  const int tile_row = blockIdx.z * fl::kTileRows;
+  const int64_t q_first = int64_t{item.block} * B + tile_row;
+  if (q_first >= length) return;
+  const int q_rows = static_cast<int>(min(int64_t{min(fl::kTileRows, B - tile_row)}, length - q_first));
+
+  const T* q = a.q + batch * a.q_stride.batch + item.head * a.q_stride.head;
+  const T* k = a.k + batch * a.k_stride.batch + item.head * a.k_stride.head;
+  const T* v = a.v + batch * a.v_stride.batch + item.head * a.v_stride.head;
+  load_tile16<T, D, fl::kTileRows>(q_tile, q, a.q_stride.seq, view_lane, step, q_first, q_rows, a.dim,
+                                   a.vector_loads);
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
+  const int rows_held = max(0, min(fl::kWarpRows, q_rows - warp * fl::kWarpRows));
+  uint32_t q_frag[D / 16][4];
+  row_operands<D>(q_frag, q_tile, warp * fl::kWarpRows);
+  float o[OUT_TILES][mma::kCValues];
+  zero(o);
+  fl::RowState state;
+
+  const int64_t list_end = part.row_begin[item.block + 1];
+  for (int64_t entry = part.row_begin[item.block]; entry < list_end; ++entry) {
+    const int64_t kb = part.row_key[entry];
+    const int32_t mask_index = part.row_mask[entry];
+    for (int chunk = 0; chunk < B; chunk += fl::kChunkKeys) {
+      const int64_t k_first = kb * B + chunk;
+      if (k_first >= length) break;
+      const int k_rows = static_cast<int>(min(int64_t{min(fl::kChunkKeys, B - chunk)}, length - k_first));
+      __syncthreads();  // every warp is done with the previous chunk's k_tile and v_tile
+      load_tile16<T, D, fl::kChunkKeys>(k_tile, k, a.k_stride.seq, view_lane, step, k_first, k_rows, a.dim,
+                                        a.vector_loads);
+      load_tile16<T, D, fl::kChunkKeys>(v_tile, v, a.v_stride.seq, view_lane, step, k_first, k_rows, a.dim,
+                                        a.vector_loads);
+      __syncthreads();
+      if (rows_held == 0) continue;  // warp-uniform: this warp's rows are past the tile's end
+
+      float s[fl::kScoreTiles][mma::kCValues];
+      zero(s);
+      chunk_product<T, D>(s, q_frag, k_tile);  // S = Q K^T
+
+      const fl::ChunkMask mask = fl::chunk_mask(block_mask(part, mask_index), part.mask_words,
+                                                tile_row + warp * fl::kWarpRows, chunk, rows_held, k_rows);
+      float chunk_max[2];
+      fl::mask_and_scale(s, me, mask, a.scale, chunk_max);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        chunk_max[half] = fmaxf(chunk_max[half], __shfl_xor_sync(0xffffffffu, chunk_max[half], 1));
+        chunk_max[half] = fmaxf(chunk_max[half], __shfl_xor_sync(0xffffffffu, chunk_max[half], 2));
+      }
+      fl::softmax_step(s, chunk_max, state, o);
+
+      accumulate_from_scores<T, D>(o, s, v_tile);  // O += P V
+    }
+  }
+  if (rows_held == 0) return;
+
+    // The epilogue: the quad's sums, then each row merged with the earlier parts through the lse.
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    state.sum[half] += __shfl_xor_sync(0xffffffffu, state.sum[half], 1);
+    state.sum[half] += __shfl_xor_sync(0xffffffffu, state.sum[half], 2);
+  }
+  float part_lse[2], normaliser[2];
+  fl::finish_rows(state, part_lse, normaliser);
+  const bool first = item.flags & kFirstPart, last = item.flags & kLastPart;
+  float* lse = a.lse + (batch * a.heads + item.head) * a.n;
+  fl::MergeWeights merge[2];
+  int64_t position[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = mma::group_of(me) + half * 8;
+    position[half] = view_lane + (q_first + warp * fl::kWarpRows + row) * step;
+    const float old_lse = first || row >= rows_held ? fl::kMinusInfinity : lse[position[half]];
+    merge[half] = fl::merge_weights(old_lse, part_lse[half]);
+  }
+  __syncwarp();  // every lane of a quad has read its rows' old lse before one of them writes the new one
+  T* out = a.out + batch * a.out_stride.batch + item.head * a.out_stride.head;
+  float* partial = a.partial + batch * a.partial_stride.batch + item.head * a.partial_stride.head;
+#pragma unroll
+  for (int t = 0; t < OUT_TILES; ++t) {
+#pragma unroll
+    for (int i = 0; i < mma::kCValues; ++i) {
+      const mma::Cell cell = mma::c_cell(me, i);
+      const int half = i >> 1, dim = t * mma::kN + cell.col;
+      if (cell.row >= rows_held || dim >= a.dim) continue;
+      float value = merge[half].new_weight * o[t][i] * normaliser[half];
+      float* partial_at = partial + position[half] * a.partial_stride.seq + dim;
+      if (merge[half].old_weight != 0.0f) value += merge[half].old_weight * *partial_at;
+      if (last) {
+        store_float(out + position[half] * a.out_stride.seq + dim, value);
+      } else {
+        *partial_at = value;
+      }
+    }
+  }
+  if (mma::in_group(me) == 0) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      if (mma::group_of(me) + half * 8 < rows_held) lse[position[half]] = merge[half].lse;
+    }
+  }
+#endif
+}
+
+template <class T, int D>
+void launch_tc(const ForwardParams& p, const DeviceLayout& layout, float* partial,
+               const Strides& partial_stride) {
+  ForwardArgs<T> a = forward_args<T>(p, layout, partial, partial_stride);
+  launch_slots(forward_tc_kernel<T, D>, a, layout, p.batch, p.layout->block, fl::kTileRows,
+               tc_shared_bytes<D>(), static_cast<cudaStream_t>(p.stream));
+}
+
+}  // namespace
+
+bool tensor_cores_usable(DType dtype) {
+  if (dtype == DType::f32) return false;
+  static const bool disabled = [] {
+    const char* flag = std::getenv("STX_CUDA_TENSOR_CORES");
+    return flag != nullptr && std::string(flag) == "0";
+  }();
+  if (disabled) return false;
+  int device = 0, major = 0;
+  STX_CUDA_CHECK(cudaGetDevice(&device));
+  STX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 8;
+}
+
+bool tensor_core_forward_applies(const ForwardParams& p) {
+  return p.head_dim <= 128 && tensor_cores_usable(p.dtype);
+}
+
+void forward_tc_cuda(const ForwardParams& p, const DeviceLayout& layout, float* partial,
+                     const Strides& partial_stride) {
+  dispatch_tensor_core<128>(p.dtype, p.head_dim, [&](auto type, auto dim) {
+    launch_tc<typename decltype(type)::type, decltype(dim)::value>(p, layout, partial, partial_stride);
+  });
+}
+
+}  // namespace stx::kernels::detail
