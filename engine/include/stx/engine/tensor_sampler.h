@@ -1,0 +1,22 @@
+// pick_byte for a batch of samples as tensor operations on the logits' own device: the sampler of a decode
+// step that stays on the GPU (no copy of the logits to the host, no synchronisation), and on the CPU the same
+// code, which the tests hold to pick_byte.
+//
+//   at::Tensor bytes = stx::engine::pick_bytes(logits, settings, uniforms);   // [B] int64, on logits' device
+//
+// logits: [B, 256] floating point; uniforms: [B] in [0, 1), one per sample, on the same device (drawn on the
+// host from each sample's own random stream and uploaded a block of steps at a time, so a seed gives the
+// same draws on either device). Byte b of row i is the one pick_byte(logits[i], settings, uniforms[i]) picks:
+// the same ranking (most likely first, ties in byte order), the same min-p floor, top-k and top-p cut and
+// inverse-CDF walk, in double precision.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "stx/engine/sample_request.h"
+
+namespace stx::engine {
+
+at::Tensor pick_bytes(const at::Tensor& logits, const SamplingSettings& settings, const at::Tensor& uniforms);
+
+}  // namespace stx::engine

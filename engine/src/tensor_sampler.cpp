@@ -1,0 +1,51 @@
+#include "stx/engine/tensor_sampler.h"
+
+#include <ATen/ATen.h>
+
+#include <tuple>
+
+#include "stx/engine/error.h"
+
+namespace stx::engine {
+
+at::Tensor pick_bytes(const at::Tensor& logits, const SamplingSettings& settings,
+                      const at::Tensor& uniforms) {
+  if (logits.dim() != 2 || logits.size(1) != 256 || uniforms.dim() != 1 ||
+      uniforms.size(0) != logits.size(0)) {
+    throw Error("pick_bytes: expected logits [B, 256] and uniforms [B]");
+  }
+  const at::Tensor l = logits.to(at::kDouble);
+  if (settings.temperature == 0.0) return l.argmax(1);  // the first of equal maxima, as pick_byte
+  const int64_t rows = l.size(0);
+  // Ranked most likely first where top-k or top-p cut the list; byte order otherwise (the walk below is the
+  // same either way, the draw differs only in which bytes come first).
+  const bool truncated = (settings.top_k > 0 && settings.top_k < 256) || settings.top_p < 1.0;
+  at::Tensor ranked = l, order = at::arange(256, l.options().dtype(at::kLong)).expand({rows, 256});
+  if (truncated) std::tie(ranked, order) = at::sort(l, /*stable=*/true, /*dim=*/1, /*descending=*/true);
+  const at::Tensor top = std::get<0>(l.max(1, /*keepdim=*/true));
+  at::Tensor p = at::exp((ranked - top) / settings.temperature);
+  if (settings.min_p > 0.0) p = at::where(p < settings.min_p, at::zeros_like(p), p);
+  // Ranks kept: the first top_k, then (top-p) up to the first whose cumulative share reaches top_p.
+  const at::Tensor rank = at::arange(256, l.options().dtype(at::kLong)).expand({rows, 256});
+  at::Tensor kept = settings.top_k > 0 ? rank < settings.top_k : at::ones_like(rank, at::kBool);
+  if (settings.top_p < 1.0) {
+    const at::Tensor reached = (at::cumsum(p / p.sum(1, true), 1) >= settings.top_p) & kept;
+    // The first rank that reaches it, or every kept rank when none does.
+    const at::Tensor any = reached.any(1, /*keepdim=*/true);
+    const at::Tensor first =
+        at::where(any, reached.to(at::kLong).argmax(1, true), at::full_like(top, 255, at::kLong));
+    kept = kept & (rank <= first);
+  }
+  p = at::where(kept, p, at::zeros_like(p));
+  // The inverse CDF: the first rank whose running sum passes u times the kept total; past the end (u * total
+  // rounded up to it), the last rank with any probability.
+  const at::Tensor running = at::cumsum(p, 1);
+  const at::Tensor target = uniforms.to(at::kDouble).unsqueeze(1) * running.select(1, 255).unsqueeze(1);
+  const at::Tensor passed = running > target;
+  const at::Tensor last_positive = (rank * (p > 0.0).to(at::kLong)).amax(1, true);
+  const at::Tensor chosen =
+      at::where(passed.any(1, true), passed.to(at::kLong).argmax(1, true), last_positive);
+  return order.gather(1, chosen).squeeze(1);
+}
+
+}  // namespace stx::engine
