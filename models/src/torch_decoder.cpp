@@ -77,7 +77,8 @@ at::Tensor TorchDecoder::input_tensor(const int32_t* tokens, int64_t samples, in
 at::Tensor TorchDecoder::embed(const int32_t* tokens, int64_t samples, int64_t rows) {
   at::Tensor h = model_->embed(input_tensor(tokens, samples, rows), position_);
   if (added_embedding_) {
-    const at::Tensor added = at::from_blob(const_cast<float*>(added_embedding_), {samples, rows, config_.d_model}, at::kFloat);
+    const at::Tensor added =
+        at::from_blob(const_cast<float*>(added_embedding_), {samples, rows, config_.d_model}, at::kFloat);
     h = h + added.to(device_);
     added_embedding_ = nullptr;
   }
@@ -125,8 +126,10 @@ at::Tensor TorchDecoder::run_blocks(at::Tensor h, int64_t samples, int64_t rows)
     // The block's own layer on the new rows only, with the attention over the caches.
     const auto attend_cached = [&](const at::Tensor& qkv) {  // [samples, rows, 3, heads, head_dim]
       // Keys and values of the new rows into the caches, [samples, heads, rows, head_dim] at position_.
-      at::Tensor k_rows = k_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
-      at::Tensor v_rows = v_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
+      at::Tensor k_rows =
+          k_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
+      at::Tensor v_rows =
+          v_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
       k_rows.copy_(qkv.select(2, 1).transpose(1, 2));
       v_rows.copy_(qkv.select(2, 2).transpose(1, 2));
       const at::Tensor q = qkv.select(2, 0).to(attention_type_).contiguous();
@@ -161,6 +164,23 @@ void TorchDecoder::step(const int32_t* input_tokens, float* logits) {
   const at::Tensor host = model_->head(h).reshape({batch_, 256}).to(at::kFloat).to(at::kCPU).contiguous();
   std::memcpy(logits, host.data_ptr<float>(), static_cast<size_t>(batch_ * 256) * sizeof(float));
   ++position_;
+}
+
+at::Tensor TorchDecoder::step_on_device(const at::Tensor& input_tokens) {
+  if (position_ >= capacity_) {
+    throw std::out_of_range("decoder: position " + std::to_string(position_) + " is past the capacity of " +
+                            std::to_string(capacity_));
+  }
+  if (input_tokens.dim() != 1 || input_tokens.size(0) != batch_ || input_tokens.device() != device_ ||
+      input_tokens.scalar_type() != at::kLong) {
+    throw std::invalid_argument("decoder: step_on_device takes [" + std::to_string(batch_) +
+                                "] int64 tokens on " + device_.str());
+  }
+  if (added_embedding_) throw std::logic_error("decoder: step_on_device adds no host rows to the embedding");
+  at::NoGradGuard no_grad;
+  const at::Tensor h = run_blocks(model_->embed(input_tokens.view({batch_, 1}), position_), batch_, 1);
+  ++position_;
+  return model_->head(h).reshape({batch_, 256}).to(at::kFloat);
 }
 
 void TorchDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count) {

@@ -58,7 +58,8 @@ void expect_decode_equals_forward(const ModelConfig& config, DType cache, const 
   at::manual_seed(3);
   const at::Tensor bytes = at::randint(0, 256, {3, config.context}, at::kLong);
   const at::Tensor want = forward_logits(model, bytes, device);
-  const auto wrapped = stx::models::with_history_inputs(model, std::make_unique<TorchDecoder>(model, 3, 0, cache, device));
+  const auto wrapped =
+      stx::models::with_history_inputs(model, std::make_unique<TorchDecoder>(model, 3, 0, cache, device));
   stx::models::TokenDecoder& decoder = *wrapped;
   const at::Tensor got = decoded_logits(decoder, bytes);
   const double worst = (got - want).abs().max().item<double>();
@@ -93,7 +94,8 @@ void expect_prefix_then_steps_equal_forward(const at::Device& device) {
   at::Tensor bytes = at::randint(0, 256, {3, config.context}, at::kLong);
   bytes.narrow(1, 0, prompt).copy_(bytes.narrow(1, 0, prompt).select(0, 0).unsqueeze(0).expand({3, prompt}));
   const at::Tensor want = forward_logits(model, bytes, device);
-  const auto wrapped = stx::models::with_history_inputs(model, std::make_unique<TorchDecoder>(model, 3, 0, DType::f32, device));
+  const auto wrapped = stx::models::with_history_inputs(
+      model, std::make_unique<TorchDecoder>(model, 3, 0, DType::f32, device));
   stx::models::TokenDecoder& decoder = *wrapped;
   std::vector<int32_t> inputs;
   for (int64_t i = 0; i < prompt; ++i)
@@ -158,6 +160,38 @@ void expect_probe_agrees_with_cpu_decoder(const at::Device& device) {
   }
 }
 
+// The device-resident step gives the logits of the host step for the same tokens, and refuses what it cannot
+// do without the host.
+void expect_device_steps_equal_host_steps(const at::Device& device) {
+  const ModelConfig config = stx::test::small_decoder_config(Pattern::fixed);
+  SparseTransformer model = random_model(config);
+  at::manual_seed(6);
+  const at::Tensor bytes = at::randint(0, 256, {2, config.context}, at::kLong);
+  TorchDecoder host(model, 2, 0, DType::f32, device);
+  TorchDecoder resident(model, 2, 0, DType::f32, device);
+  std::vector<int32_t> inputs(2);
+  std::vector<float> logits(2 * 256);
+  for (int64_t i = 0; i < config.context; ++i) {
+    for (int64_t b = 0; b < 2; ++b)
+      inputs[b] = i == 0 ? 256 : static_cast<int32_t>(bytes[b][i - 1].item<int64_t>());
+    host.step(inputs.data(), logits.data());
+    const at::Tensor tokens =
+        at::tensor(std::vector<int64_t>(inputs.begin(), inputs.end()), at::kLong).to(device);
+    const at::Tensor got = resident.step_on_device(tokens);
+    ASSERT_EQ(got.device(), device);
+    ASSERT_TRUE(at::equal(got.to(kCpu), at::from_blob(logits.data(), {2, 256}, at::kFloat)))
+        << "position " << i;
+  }
+  EXPECT_THROW(resident.step_on_device(at::zeros({2}, at::kLong).to(device)), std::out_of_range);
+  resident.rewind(0);
+  EXPECT_THROW(resident.step_on_device(at::zeros({3}, at::kLong).to(device)), std::invalid_argument);
+  std::vector<float> rows(2 * config.d_model, 0.0f);
+  resident.add_to_next_embedding(rows.data());
+  EXPECT_THROW(resident.step_on_device(at::zeros({2}, at::kLong).to(device)), std::logic_error);
+}
+
+TEST(TorchDecoder, DeviceResidentStepsEqualHostStepsOnTheCpu) { expect_device_steps_equal_host_steps(kCpu); }
+
 TEST(TorchDecoder, EqualsForwardOnTheCpu) { expect_every_pattern_equals_forward(kCpu); }
 TEST(TorchDecoder, APromptThenStepsEqualForwardOnTheCpu) { expect_prefix_then_steps_equal_forward(kCpu); }
 TEST(TorchDecoder, RewindReplaysOnTheCpu) { expect_rewind_replays(kCpu); }
@@ -190,6 +224,10 @@ TEST(CudaDecoder, EqualsTheCudaForward) {
 TEST(CudaDecoder, APromptThenStepsEqualTheCudaForward) {
   STX_SKIP_WITHOUT_CUDA();
   expect_prefix_then_steps_equal_forward(kCuda);
+}
+TEST(CudaDecoder, DeviceResidentStepsEqualHostSteps) {
+  STX_SKIP_WITHOUT_CUDA();
+  expect_device_steps_equal_host_steps(kCuda);
 }
 TEST(CudaDecoder, RewindReplays) {
   STX_SKIP_WITHOUT_CUDA();

@@ -45,6 +45,12 @@ class TorchDecoder final : public TokenDecoder {
   const at::Device& device() const { return device_; }
 
   void step(const int32_t* input_tokens, float* logits) override;
+  // The same step with its input and output left on the device (the start of a device-resident decode
+  // loop): input_tokens [batch] int64 on device() -> logits [batch, 256] float32 on device(), with no copy to
+  // or from the host and no synchronisation. The tokens are not range-checked (that would read them on the
+  // host): they are bytes the caller drew, or 256. Rows given to add_to_next_embedding are refused
+  // (std::logic_error): the history inputs' decoders work on the host.
+  at::Tensor step_on_device(const at::Tensor& input_tokens);
   void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
   void add_to_next_embedding(const float* rows) override { added_embedding_ = rows; }
   void rewind(int64_t position) override;
@@ -78,7 +84,7 @@ class TorchDecoder final : public TokenDecoder {
   std::vector<std::vector<kernels::HeadPattern>> patterns_;  // [layer][head]
   std::vector<at::Tensor> k_cache_, v_cache_;                // [layer]: [batch, heads, capacity, head_dim]
   const float* added_embedding_ = nullptr;  // add_to_next_embedding's rows for the next call, or null
-  ProbedHead probe_;  // set_probe's choice
+  ProbedHead probe_;                        // set_probe's choice
   int64_t probe_position_ = -1;
   bool probe_of_prefix_ = false;    // the last probe was of a prefix: sample 0's, which every sample shares
   at::Tensor probe_q_, probe_lse_;  // [samples, head_dim] fp32, [samples] fp32, on the device
