@@ -10,6 +10,7 @@
 
 #include "stx/engine/device.h"
 #include "stx/engine/error.h"
+#include "stx/engine/tensor_sampler.h"
 #include "stx/models/token_decoder.h"
 #include "torch_device.h"
 
@@ -21,6 +22,9 @@ using Clock = std::chrono::steady_clock;
 // Prompt positions read per call to the decoder: enough rows for its products to read each weight once
 // for many positions, few enough (a few ms) that progress and a Stop still come between calls.
 constexpr int64_t kPromptChunk = 64;
+// Steps a CUDA decoder draws on the device between two reads of their bytes (and between two looks at Stop):
+// one copy to the host per block instead of the logits every step.
+constexpr int64_t kDeviceBlock = 32;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -145,6 +149,12 @@ class SamplingRun {
                                     request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32,
                                     torch_device(device));
     if (request.probe_layer >= 0) decoder_->set_probe(request.probe_layer, request.probe_head);
+    // The network alone on a GPU, and no stop strings (whose check needs each byte on the host as it comes):
+    // draw blocks of steps on the device. Each sample still draws one uniform per step from its own stream,
+    // so a seed gives the bytes of the host loop on the same device.
+    if (device == DeviceKind::cuda && request.stop_strings.empty()) {
+      device_decoder_ = dynamic_cast<models::TorchDecoder*>(decoder_.get());
+    }
     for (int64_t k = 0; k < count_; ++k) rngs_.emplace_back(mix(result_.seed ^ mix(static_cast<uint64_t>(k))));
     const auto samples = static_cast<size_t>(count_);
     result_.samples.assign(samples, request.prompt);
@@ -170,6 +180,8 @@ class SamplingRun {
       if (position == prompt_) generation_start_ = Clock::now();
       if (position < prompt_) {
         position += read_prompt_chunk(position) - 1;
+      } else if (device_decoder_ != nullptr) {
+        position += draw_block_on_device(position) - 1;
       } else {
         step(position);
       }
@@ -177,7 +189,7 @@ class SamplingRun {
       done_ = position + 1;
       if (done_ == first_done_) after_first_step_ = Clock::now();
       // The prompt is given, not drawn; a long one still shows its progress below.
-      if (position >= prompt_ && draw_next_bytes()) break;
+      if (position >= prompt_ && device_decoder_ == nullptr && draw_next_bytes()) break;
       if (seconds_since(last_event_) >= request_.event_interval_seconds) flush(false);
     }
     flush(true);
@@ -211,6 +223,34 @@ class SamplingRun {
   void step(int64_t position) {
     for (int64_t k = 0; k < count_; ++k) inputs_[k] = position == 0 ? 256 : fed_[k][position - 1];
     decoder_->step(inputs_.data(), logits_.data());
+  }
+
+  // Steps and draws up to kDeviceBlock positions from `position` on the device (device_decoder_), then takes
+  // their bytes as draw_next_bytes() takes one position's. Returns the positions stepped.
+  int64_t draw_block_on_device(int64_t position) {
+    const int64_t steps = std::min(kDeviceBlock, length_ - position);
+    at::Tensor uniforms = at::empty({steps, count_}, at::kDouble);
+    at::Tensor first = at::empty({count_}, at::kLong);
+    for (int64_t k = 0; k < count_; ++k) {
+      first.data_ptr<int64_t>()[k] = position == 0 ? 256 : fed_[k][position - 1];
+      for (int64_t step = 0; step < steps; ++step) {
+        uniforms.data_ptr<double>()[step * count_ + k] = uniform(rngs_[k]);
+      }
+    }
+    const at::Device device = device_decoder_->device();
+    const at::Tensor drawn =
+        decode_steps_on_device(*device_decoder_, first.to(device), request_.settings, uniforms.to(device))
+            .to(at::kCPU)
+            .contiguous();
+    for (int64_t step = 0; step < steps; ++step) {
+      for (int64_t k = 0; k < count_; ++k) {
+        const auto byte = static_cast<uint8_t>(drawn.data_ptr<int64_t>()[step * count_ + k]);
+        fed_[k].push_back(byte);
+        result_.samples[k].push_back(byte);
+        ++result_.generated_bytes;
+      }
+    }
+    return steps;
   }
 
   // Draws every unfinished sample's next byte from the logits; true once every sample has ended in a stop
@@ -296,6 +336,7 @@ class SamplingRun {
   const int64_t count_, length_, prompt_;
   SampleResult result_;
   std::unique_ptr<models::TokenDecoder> decoder_;
+  models::TorchDecoder* device_decoder_ = nullptr;  // decoder_ itself when it draws blocks on the device
   std::vector<std::mt19937_64> rngs_;
   std::vector<std::vector<uint8_t>> fed_;  // what the model saw
   std::vector<bool> finished_;

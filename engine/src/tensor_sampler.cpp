@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <string>
 #include <tuple>
 
 #include "stx/engine/error.h"
@@ -46,6 +47,21 @@ at::Tensor pick_bytes(const at::Tensor& logits, const SamplingSettings& settings
   const at::Tensor chosen =
       at::where(passed.any(1, true), passed.to(at::kLong).argmax(1, true), last_positive);
   return order.gather(1, chosen).squeeze(1);
+}
+
+at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tensor& first_inputs,
+                                  const SamplingSettings& settings, const at::Tensor& uniforms) {
+  if (uniforms.dim() != 2 || uniforms.size(1) != decoder.batch()) {
+    throw Error("decode_steps_on_device: expected uniforms [steps, " + std::to_string(decoder.batch()) + "]");
+  }
+  const int64_t steps = uniforms.size(0);
+  at::Tensor drawn = at::empty({steps, decoder.batch()}, first_inputs.options().dtype(at::kLong));
+  at::Tensor inputs = first_inputs.to(at::kLong);
+  for (int64_t k = 0; k < steps; ++k) {
+    inputs = pick_bytes(decoder.step_on_device(inputs), settings, uniforms[k]);
+    drawn[k].copy_(inputs);
+  }
+  return drawn;
 }
 
 }  // namespace stx::engine

@@ -11,6 +11,9 @@
 #include "stx/engine/error.h"
 #include "stx/engine/sampler.h"
 #include "stx/engine/tensor_sampler.h"
+#include "stx/models/sparse_transformer.h"
+#include "stx/models/torch_decoder.h"
+#include "tiny_model.h"
 
 namespace {
 
@@ -86,6 +89,47 @@ TEST(PickBytes, AnEvenSweepOfUniformsDrawsTheTemperedDistribution) {
   const double share7 = (picked == 7).sum().item<int64_t>() / static_cast<double>(n);
   EXPECT_NEAR(share7, std::exp(2.0) / (std::exp(2.0) + std::exp(1.0)), 1e-3);
   EXPECT_EQ((picked == 7).logical_or(picked == 9).all().item<bool>(), true);
+}
+
+// A block drawn on the device (here the CPU, through the same TorchDecoder) is what stepping on the host and
+// pick_byte draw with the same uniforms, across two blocks.
+TEST(DecodeStepsOnDevice, DrawTheBytesOfTheHostLoop) {
+  stx::models::ModelConfig config = stx::test::tiny_model_config(stx::models::DataKind::text);
+  at::manual_seed(2);
+  stx::models::SparseTransformer model(config);
+  model->eval();
+  constexpr int64_t kBatch = 3, kSteps = 20;
+  stx::models::TorchDecoder host(model, kBatch, 0, stx::kernels::DType::f32, at::Device(at::kCPU));
+  stx::models::TorchDecoder device(model, kBatch, 0, stx::kernels::DType::f32, at::Device(at::kCPU));
+  SamplingSettings s;
+  s.temperature = 0.9;
+  s.top_p = 0.95;
+  std::mt19937_64 rng(4);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  const at::Tensor u = at::empty({2 * kSteps, kBatch}, at::kDouble);
+  for (int64_t i = 0; i < u.numel(); ++i) u.data_ptr<double>()[i] = uniform(rng);
+
+  std::vector<int32_t> inputs(kBatch, 256);
+  std::vector<float> logits(kBatch * 256);
+  std::vector<int64_t> want;
+  for (int64_t k = 0; k < 2 * kSteps; ++k) {
+    host.step(inputs.data(), logits.data());
+    for (int64_t b = 0; b < kBatch; ++b) {
+      inputs[b] = stx::engine::pick_byte(logits.data() + b * 256, s, u[k][b].item<double>());
+      want.push_back(inputs[b]);
+    }
+  }
+  const at::Tensor first = stx::engine::decode_steps_on_device(device, at::full({kBatch}, 256, at::kLong), s,
+                                                               u.narrow(0, 0, kSteps));
+  const at::Tensor second =
+      stx::engine::decode_steps_on_device(device, first[kSteps - 1], s, u.narrow(0, kSteps, kSteps));
+  const at::Tensor got = at::cat({first, second}).contiguous();
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
+  EXPECT_EQ(std::vector<int64_t>(got.data_ptr<int64_t>(), got.data_ptr<int64_t>() + got.numel()), want);
+  EXPECT_EQ(device.position(), 2 * kSteps);
+  EXPECT_THROW(
+      stx::engine::decode_steps_on_device(device, first[0], s, at::zeros({2, kBatch + 1}, at::kDouble)),
+      stx::engine::Error);
 }
 
 TEST(PickBytes, ShapesThatDoNotFitAreRefused) {

@@ -14,9 +14,18 @@
 #include <ATen/core/Tensor.h>
 
 #include "stx/engine/sample_request.h"
+#include "stx/models/torch_decoder.h"
 
 namespace stx::engine {
 
 at::Tensor pick_bytes(const at::Tensor& logits, const SamplingSettings& settings, const at::Tensor& uniforms);
+
+// A block of steps drawn on the decoder's device: step k feeds the bytes drawn at step k - 1 (first_inputs
+// [B] int64 for the first: each sample's last byte, or 256) and draws with uniforms[k] ([steps, B] on the
+// device). Returns the drawn bytes [steps, B] int64 on the device: the caller reads a whole block back at
+// once, where the host loop copies the logits down every step. The bytes are those of decoder.step() and
+// pick_byte() with the same uniforms.
+at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tensor& first_inputs,
+                                  const SamplingSettings& settings, const at::Tensor& uniforms);
 
 }  // namespace stx::engine
