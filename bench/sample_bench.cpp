@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <map>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,10 +21,13 @@
 #include <vector>
 
 #include "stx/engine/io/atomic_file.h"
+#include "stx/kernels/attention.h"
+#include "stx/engine/tensor_sampler.h"
 #include "stx/models/cpu_decoder.h"
 #include "stx/models/expert_decoder.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
+#include "stx/models/torch_decoder.h"
 #include "contention.h"
 #include "timing.h"
 
@@ -56,12 +61,19 @@ struct SampleBenchOptions {
   // Audio: the linear-prediction expert's order (models::ModelConfig::expert; 0: none), side by side at each
   // position, so that its cost per sample is measured against the network alone.
   std::vector<int64_t> expert_orders = {0};
+  // cpu: IncrementalDecoder; cuda: TorchDecoder, each step as generation ran it before ("step", the logits
+  // copied to the host every step) and drawn on the device in blocks ("resident", decode_steps_on_device).
+  std::vector<std::string> devices = {"cpu"};
   std::string json_path;
 };
 
+// Steps a resident row draws on the device between two reads of their bytes, as the sampler does.
+constexpr int64_t kResidentBlock = 32;
+
 struct Row {
   std::string model, pattern, kv_cache, weights, cpu_path;
-  std::string mode = "step";  // or "prompt": positions read as a prompt all samples share
+  std::string mode = "step";  // or "prompt": positions read as a prompt all samples share; or "resident"
+  std::string device = "cpu";
   int64_t batch = 0, position = 0, parameters = 0;
   int contend = 0;  // busy threads beside it
   int64_t expert = 0;  // the linear-prediction expert's order, 0 for none
@@ -96,10 +108,15 @@ constexpr int64_t kPromptChunk = 64;
 // A row needs a warm-up and 8 timed steps (or prompt calls) before the end of the context.
 constexpr int64_t kTimedPositions = 9;
 
-// Steps the decoder from `position` for about `seconds` (at least 8 steps, never past the context), or with
-// `prompt`, reads a prompt every sample shares from there, as many positions a call as the sampler does.
-Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
-            const std::string& kv_cache, const std::string& weights, bool prompt, int contend) {
+// The decoder a row times, from `position` on: one call steps it `per_call` positions (a step, a prompt's
+// chunk, or a resident block) and returns how many it stepped.
+struct TimedDecoder {
+  std::unique_ptr<models::TokenDecoder> decoder;
+  std::function<int64_t()> call;
+};
+
+TimedDecoder cpu_decoder_at(models::SparseTransformer& model, int64_t batch, int64_t position,
+                            const std::string& kv_cache, const std::string& weights, bool prompt) {
   const int64_t capacity = model->config().context;
   auto network = std::make_unique<models::IncrementalDecoder>(
       model, batch, capacity, kv_cache == "float16" ? kernels::DType::f16 : kernels::DType::f32);
@@ -108,42 +125,97 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
   }
   stx::models::skip_to_for_timing(*network, position);
   // The model's inputs from its history (amplitudes, the expert) as generation decodes them.
-  const std::unique_ptr<models::TokenDecoder> wrapped = models::with_history_inputs(model, std::move(network));
-  if (auto* expert = dynamic_cast<models::ExpertDecoder*>(wrapped.get())) {
+  TimedDecoder t;
+  t.decoder = models::with_history_inputs(model, std::move(network));
+  if (auto* expert = dynamic_cast<models::ExpertDecoder*>(t.decoder.get())) {
     // Each predictor reads a tone first, so that every timed step pays for fits over a whole window.
     std::vector<uint8_t> tone(static_cast<size_t>(2 * model->config().expert.window));
     for (size_t i = 0; i < tone.size(); ++i) tone[i] = static_cast<uint8_t>(128 + 60 * std::sin(0.05 * static_cast<double>(i)));
     models::warm_for_timing(*expert, tone.data(), static_cast<int64_t>(tone.size()));
   }
-  models::TokenDecoder& decoder = *wrapped;
   // A prompt: chunks of positions every sample shares (steps_per_s counts positions); else single steps.
   // Near the end of the context, smaller chunks: a warm-up and 8 timed calls must fit.
   const int64_t per_call =
       prompt ? std::clamp<int64_t>((capacity - position) / kTimedPositions, 1, kPromptChunk) : 1;
-  std::vector<int32_t> inputs(static_cast<size_t>(std::max(batch, per_call)), 65);
-  std::vector<float> logits(static_cast<size_t>(batch * 256));
-  auto call = [&] {
+  auto inputs = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(std::max(batch, per_call)), 65);
+  auto logits = std::make_shared<std::vector<float>>(static_cast<size_t>(batch * 256));
+  models::TokenDecoder* decoder = t.decoder.get();
+  t.call = [=] {
+    if (decoder->position() + per_call > capacity) return int64_t{0};
     if (prompt) {
-      decoder.step_common_prefix(inputs.data(), per_call);
+      decoder->step_common_prefix(inputs->data(), per_call);
     } else {
-      decoder.step(inputs.data(), logits.data());
+      decoder->step(inputs->data(), logits->data());
     }
+    return per_call;
   };
+  return t;
+}
+
+TimedDecoder cuda_decoder_at(models::SparseTransformer& model, int64_t batch, int64_t position,
+                             const std::string& kv_cache, bool resident) {
+  const int64_t capacity = model->config().context;
+  auto network = std::make_unique<models::TorchDecoder>(
+      model, batch, capacity, kv_cache == "float16" ? kernels::DType::f16 : kernels::DType::f32,
+      at::Device(at::kCUDA, 0));
+  network->skip_to_for_timing(position);
+  models::TorchDecoder* torch_decoder = network.get();
+  TimedDecoder t;
+  t.decoder = models::with_history_inputs(model, std::move(network));
+  if (resident && t.decoder.get() != torch_decoder) {
+    throw std::invalid_argument("stx-bench sample: a model with history inputs (amplitudes, the expert) "
+                                "decodes on the host: no resident rows");
+  }
+  models::TokenDecoder* decoder = t.decoder.get();
+  if (resident) {
+    auto first = std::make_shared<at::Tensor>(at::full({batch}, 65, at::TensorOptions().dtype(at::kLong).device(torch_decoder->device())));
+    t.call = [=] {
+      const int64_t steps = std::min(kResidentBlock, capacity - torch_decoder->position());
+      if (steps < 1) return int64_t{0};
+      const at::Tensor uniforms = at::rand({steps, batch}, at::TensorOptions().dtype(at::kDouble).device(torch_decoder->device()));
+      // The bytes come back to the host once a block, as the sampler reads them.
+      const at::Tensor drawn = engine::decode_steps_on_device(*torch_decoder, *first, engine::SamplingSettings{}, uniforms);
+      *first = drawn[steps - 1].clone();
+      (void)drawn.to(at::kCPU);
+      return steps;
+    };
+  } else {
+    auto inputs = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(batch), 65);
+    auto logits = std::make_shared<std::vector<float>>(static_cast<size_t>(batch * 256));
+    t.call = [=] {
+      if (decoder->position() + 1 > capacity) return int64_t{0};
+      decoder->step(inputs->data(), logits->data());
+      return int64_t{1};
+    };
+  }
+  return t;
+}
+
+// Steps the decoder from `position` for about `seconds` (at least 8 calls, never past the context), or with
+// `prompt`, reads a prompt every sample shares from there, as many positions a call as the sampler does.
+Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
+            const std::string& kv_cache, const std::string& weights, const std::string& mode,
+            const std::string& device, int contend) {
+  TimedDecoder timed = device == "cuda" ? cuda_decoder_at(model, batch, position, kv_cache, mode == "resident")
+                                        : cpu_decoder_at(model, batch, position, kv_cache, weights, mode == "prompt");
   // Started before the warm-up, so that the scheduler has seen them before the clock starts.
   BusyPrograms busy(contend, 10 * seconds + 60);
-  call();  // warm-up: first touch of the buffers
+  timed.call();  // warm-up: first touch of the buffers
   const auto start = std::chrono::steady_clock::now();
-  int64_t steps = 0;
+  int64_t steps = 0, calls = 0;
   double elapsed = 0;
-  while ((steps < 8 * per_call || elapsed < seconds) && decoder.position() + per_call <= capacity) {
-    call();
-    steps += per_call;
+  while (calls < 8 || elapsed < seconds) {
+    const int64_t stepped = timed.call();
+    if (stepped == 0) break;  // the end of the context
+    steps += stepped;
+    ++calls;
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   busy.stop();
   Row r;
   r.contend = contend;
-  r.mode = prompt ? "prompt" : "step";
+  r.mode = mode;
+  r.device = device;
   r.batch = batch;
   r.position = position;
   r.steps_per_s = static_cast<double>(steps) / elapsed;
@@ -155,11 +227,11 @@ void print_row(const Row& r) {
   char ratio[32] = "", by_position[32] = "";
   if (r.vs_first > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.vs_first);
   if (r.vs_first_position > 0) std::snprintf(by_position, sizeof by_position, "%.2fx", r.vs_first_position);
-  std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %6lld  %5lld  %4d  %8lld  %10.0f  %9.0f  %8s  %-8s  %-6s  %s\n",
+  std::printf("%-10s  %-8s  %9lld  %-7s  %-7s  %6lld  %5lld  %4d  %8lld  %10.0f  %9.0f  %8s  %-8s  %-6s  %-8s  %s\n",
               r.model.c_str(), r.pattern.c_str(), static_cast<long long>(r.parameters), r.weights.c_str(),
               r.kv_cache.c_str(), static_cast<long long>(r.expert), static_cast<long long>(r.batch), r.contend,
-              static_cast<long long>(r.position), r.tokens_per_s, r.steps_per_s, ratio, r.cpu_path.c_str(),
-              r.mode.c_str(), by_position);
+              static_cast<long long>(r.position), r.tokens_per_s, r.steps_per_s, ratio,
+              r.device == "cuda" ? "cuda" : r.cpu_path.c_str(), r.device.c_str(), r.mode.c_str(), by_position);
   std::fflush(stdout);
 }
 
@@ -167,14 +239,19 @@ void run(const SampleBenchOptions& o) {
   const int threads = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   omp_set_num_threads(threads);
-  std::printf("stx-bench sample: incremental decoding (IncrementalDecoder), random weights, %d threads; "
-              "tokens/s counts every sample of the batch\n", threads);
-  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %6s  %5s  %4s  %8s  %10s  %9s  %8s  %-8s  %-6s  %s\n", "model",
-              "pattern", "params", "weights", "kv", "expert", "batch", "busy", "position", "tokens/s", "steps/s", "vs first", "cpu",
-              "mode", "vs first position");
+  for (const std::string& device : o.devices) {
+    if (device == "cuda" && !(torch::cuda::is_available() && kernels::cuda_device_available())) {
+      throw std::invalid_argument("--device cuda: no CUDA device here (or a LibTorch or stx_kernels built "
+                                  "without CUDA)");
+    }
+  }
+  std::printf("stx-bench sample: incremental decoding (IncrementalDecoder on the CPU, TorchDecoder on CUDA), "
+              "random weights, %d threads; tokens/s counts every sample of the batch\n", threads);
+  std::printf("%-10s  %-8s  %9s  %-7s  %-7s  %6s  %5s  %4s  %8s  %10s  %9s  %8s  %-8s  %-6s  %-8s  %s\n",
+              "model", "pattern", "params", "weights", "kv", "expert", "batch", "busy", "position", "tokens/s",
+              "steps/s", "vs first", "cpu", "device", "mode", "vs first position");
   std::fflush(stdout);
   std::vector<Row> rows;
-  const std::vector<bool> prompt_modes = o.prompt ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const std::string& name : o.models) {
     for (bool dense : {false, true}) {
       if (dense && (!o.dense || name == "audio-long")) continue;  // audio's dense row already shows that curve
@@ -204,9 +281,10 @@ void run(const SampleBenchOptions& o) {
       // The settings timed at each position, side by side: weights, KV cache, instruction set, step or prompt.
       struct Setting {
         std::string weights, kv_cache, cpu_path;
-        bool prompt = false;
+        std::string mode = "step";
         int contend = 0;
         int64_t expert = 0;
+        std::string device = "cpu";
       };
       std::vector<Setting> settings;
       for (const int busy : o.contend) {
@@ -215,7 +293,14 @@ void run(const SampleBenchOptions& o) {
           for (const std::string& w : o.weights) {
             for (const std::string& kv : o.kv_caches) {
               for (const std::string& path : o.cpu_paths) {
-                for (const bool prompt : prompt_modes) settings.push_back({w, kv, path, prompt, busy, expert});
+                for (const std::string& device : o.devices) {
+                  // On the CPU a step, and a prompt's chunk when asked for; on CUDA the host loop's step and,
+                  // for the network alone, the resident block.
+                  std::vector<std::string> modes = {"step"};
+                  if (device == "cpu" && o.prompt) modes.push_back("prompt");
+                  if (device == "cuda" && expert == 0 && config.amplitude_taps == 0) modes.push_back("resident");
+                  for (const std::string& mode : modes) settings.push_back({w, kv, path, mode, busy, expert, device});
+                }
               }
             }
           }
@@ -256,9 +341,8 @@ void run(const SampleBenchOptions& o) {
                                      : set.cpu_path == "avx2"     ? kernels::CpuIsa::avx2
                                      : set.cpu_path == "portable" ? kernels::CpuIsa::portable
                                                                   : kernels::best_cpu_isa());
-              Row r = time_at(model_for(set), batch, positions[p],
-                              o.seconds_per_row / o.rounds, set.kv_cache, set.weights, set.prompt,
-                              set.contend);
+              Row r = time_at(model_for(set), batch, positions[p], o.seconds_per_row / o.rounds, set.kv_cache,
+                              set.weights, set.mode, set.device, set.contend);
               r.cpu_path = kernels::to_string(kernels::active_cpu_isa());
               r.model = name;
               r.pattern = kernels::to_string(config.pattern);
@@ -309,6 +393,7 @@ void run(const SampleBenchOptions& o) {
                              {"weights", r.weights},
                              {"cpu_path", r.cpu_path},
                              {"mode", r.mode},
+                             {"device", r.device},
                              {"contend", r.contend},
                              {"expert_order", r.expert},
                              {"tokens_per_s_by_round", r.tokens_per_s_by_round}};
@@ -391,6 +476,13 @@ void register_sample_command(CLI::App& parent) {
                   "none, the reference of \"vs first\" when given first): its cost per sample beside the network's")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{1024}))
+      ->capture_default_str();
+  cmd->add_option("--device", o->devices,
+                  "Where to decode, side by side at each position (comma list): cpu (the CPU decoder), cuda (the "
+                  "GPU decoder, as a step with the logits copied to the host and, for a model without history "
+                  "inputs, as 32-step blocks drawn on the device: mode \"resident\")")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--json", o->json_path, "Also write the records as a JSON array to this file");
   cmd->callback([o] { run(*o); });

@@ -22,8 +22,9 @@
 # second call's.
 #
 # OUT_DIR (default $OUT, else build/gpu-check-out) receives summary.json (rewritten after every stage: status
-# pass, fail or skipped, seconds, figures), gpu-check.log, build.log, bench-attention.json and home/. A failing
-# stage does not stop the others; one that needs what a failed one should have made is skipped, with the reason.
+# pass, fail or skipped, seconds, figures), gpu-check.log, build.log, bench-attention.json, bench-sample.json
+# and home/. A failing stage does not stop the others; one that needs what a failed one should have made is
+# skipped, with the reason.
 # --dry-run runs every stage this machine can: the build with CUDA compiled, the CPU side of each check, and
 # the home training as a few CPU steps of each model; --no-build takes the build folder as it is (the test
 # suite's dry run uses build/release). --build-dir: default build/gpu-check.
@@ -414,6 +415,18 @@ stage_bench() {
   [ $rc = 0 ]
 }
 
+# ---- 6b. generation: the CPU decoder against the GPU's host loop and its device-resident blocks ------------
+stage_bench_sample() {
+  [ "$built_torch" = 1 ] || { note="stx-bench was not built"; return 3; }
+  [ "$have_device" = 1 ] || { no_device; return; }
+  within "$stage_cap" "$build_dir/bench/stx-bench" sample --model audio,text,image --batch 1,16 --device cpu,cuda \
+    --kv-cache float16 --no-dense --seconds 0.6 --json "$out_dir/bench-sample.json"
+  local rc=$?
+  note="stx-bench sample --device cpu,cuda exit $rc"
+  [ -f "$out_dir/bench-sample.json" ] && figures=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$out_dir/bench-sample.json" 2>/dev/null)
+  [ $rc = 0 ]
+}
+
 # ---- 7. every second left: the bundled models trained, evaluated and exported under OUT_DIR/home ----------
 stage_home_training() {
   [ "$built_torch" = 1 ] || { note="stx was not built"; return 3; }
@@ -460,6 +473,7 @@ if [ "$train_only" = 0 ]; then
   run_stage train-parity 90 stage_train
   run_stage sample 45 stage_sample
   run_stage bench-attention 60 stage_bench
+  run_stage bench-sample 75 stage_bench_sample
 fi
 run_stage home-training 100000 stage_home_training
 say "finished in $(($(date +%s) - started)) s; summary in $summary"

@@ -220,6 +220,14 @@ void TorchDecoder::rewind(int64_t position) {
   probe_position_ = -1;
 }
 
+void TorchDecoder::skip_to_for_timing(int64_t position) {
+  if (position < position_ || position >= capacity_) {
+    throw std::out_of_range("decoder: cannot skip to " + std::to_string(position) + " from " +
+                            std::to_string(position_) + " (capacity " + std::to_string(capacity_) + ")");
+  }
+  position_ = position;
+}
+
 void TorchDecoder::set_probe(int layer, int head) {
   probe_.choose(config_, layer, head);
   probe_position_ = -1;

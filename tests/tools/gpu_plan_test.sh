@@ -30,7 +30,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 stages = {e["stage"]: e for e in s["stages"]}
 assert s["dry_run"] and s["ok"], f"failed stages: {s['failed']}"
-for name in ("versions", "kernel-tests", "model-tests", "train-parity", "sample", "home-training"):
+for name in ("versions", "kernel-tests", "model-tests", "train-parity", "sample", "bench-sample", "home-training"):
     assert name in stages, f"no stage {name}"
 assert stages["home-training"]["status"] == "pass", stages["home-training"]
 PY

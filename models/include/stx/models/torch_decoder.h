@@ -57,6 +57,11 @@ class TorchDecoder final : public TokenDecoder {
   void set_probe(int layer, int head) override;
   void probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const override;
 
+  // Jumps forward to `position` (position() <= position < capacity) without computing the positions between,
+  // their cached keys and values left as they are: for benchmarks of a step's cost at a late position only
+  // (as skip_to_for_timing does for the CPU decoder).
+  void skip_to_for_timing(int64_t position);
+
  private:
   // Runs every block over h ([samples, rows, d]: rows new positions from position_ of `samples` samples,
   // all of the batch or sample 0 alone for a prefix), appending the keys and values to the caches;
