@@ -293,6 +293,19 @@ struct CudaRecord {
   double attended_fraction() const {
     return static_cast<double>(attended_pairs) / static_cast<double>(causal_pairs);
   }
+  // Useful TFLOP/s: ours over the attended pairs, SDPA's over the causal pairs it computes; and the share of
+  // SDPA's rate that ours reaches (1 would be as fast per useful pair as dense attention).
+  double tflops() const { return flops / (sparse.median_ms * 1e-3) / 1e12; }
+  std::optional<double> sdpa_tflops() const {
+    if (!sdpa.timing || sdpa.timing->median_ms <= 0.0) return std::nullopt;
+    const double dense_flops = flops / static_cast<double>(attended_pairs) * static_cast<double>(causal_pairs);
+    return dense_flops / (sdpa.timing->median_ms * 1e-3) / 1e12;
+  }
+  std::optional<double> share_of_sdpa_rate() const {
+    const std::optional<double> dense = sdpa_tflops();
+    if (!dense || *dense <= 0.0) return std::nullopt;
+    return tflops() / *dense;
+  }
   std::optional<double> speedup(const Baseline& b) const {
     if (!b.timing || sparse.median_ms <= 0.0) return std::nullopt;
     return b.timing->median_ms / sparse.median_ms;
@@ -316,20 +329,23 @@ std::string format_speedup(const std::optional<double>& x) {
 }
 
 void print_table_header() {
-  std::printf("%7s  %-8s  %-6s  %5s  %8s  %9s  %9s  %-19s  %7s  %9s  %9s\n", "n", "pattern", "pass", "block",
-              "attended", "stx_ms", "sdpa_ms", "sdpa_backend", "vs_sdpa", "masked_ms", "vs_masked");
+  std::printf("%7s  %-8s  %-6s  %5s  %8s  %9s  %9s  %-19s  %7s  %9s  %9s  %7s  %8s\n", "n", "pattern", "pass",
+              "block", "attended", "stx_ms", "sdpa_ms", "sdpa_backend", "vs_sdpa", "masked_ms", "vs_masked",
+              "tflops", "of_sdpa");
 }
 
 void print_table_row(const CudaRecord& r) {
   std::string notes;
   if (!r.sdpa.timing) notes += "  sdpa " + r.sdpa.skipped;
   if (!r.masked.timing) notes += "  masked " + r.masked.skipped;
-  std::printf("%7lld  %-8s  %-6s  %5d  %7.2f%%  %9.4f  %9s  %-19s  %7s  %9s  %9s%s\n",
+  char share[32] = "-";
+  if (const std::optional<double> x = r.share_of_sdpa_rate()) std::snprintf(share, sizeof share, "%.0f%%", 100.0 * *x);
+  std::printf("%7lld  %-8s  %-6s  %5d  %7.2f%%  %9.4f  %9s  %-19s  %7s  %9s  %9s  %7.1f  %8s%s\n",
               static_cast<long long>(r.n), r.spec->name.c_str(), pass_name(r.pass), r.spec->block,
               100.0 * r.attended_fraction(), r.sparse.median_ms, format_ms(r.sdpa).c_str(),
               r.sdpa_backend.empty() ? "-" : r.sdpa_backend.c_str(),
               format_speedup(r.speedup(r.sdpa)).c_str(), format_ms(r.masked).c_str(),
-              format_speedup(r.speedup(r.masked)).c_str(), notes.c_str());
+              format_speedup(r.speedup(r.masked)).c_str(), r.tflops(), share, notes.c_str());
   std::fflush(stdout);  // a sweep takes a while
 }
 
@@ -372,10 +388,12 @@ void write_cuda_json(const std::string& path, const CudaRunInfo& info,
         {"causal_pairs", r.causal_pairs},
         {"attended_fraction", r.attended_fraction()},
         {"flops", r.flops},
-        {"sparse_ms", r.sparse.median_ms},
+        {"stx_ms", r.sparse.median_ms},
         {"sparse_repeats", r.sparse.repeats},
         {"sparse_calls_per_sample", r.sparse.calls_per_sample},
-        {"gflops", r.flops / (r.sparse.median_ms * 1e-3) / 1e9},
+        {"tflops", r.tflops()},
+        {"sdpa_tflops", number_or_null(r.sdpa_tflops())},
+        {"share_of_sdpa_tflops", number_or_null(r.share_of_sdpa_rate())},
         {"sdpa_ms", ms_or_null(r.sdpa)},
         {"sdpa_repeats", repeats_or_null(r.sdpa)},
         {"sdpa_calls_per_sample", calls_or_null(r.sdpa)},
