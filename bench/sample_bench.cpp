@@ -215,7 +215,6 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
   Row r;
   r.contend = contend;
   r.mode = mode;
-  r.device = device;
   r.batch = batch;
   r.position = position;
   r.steps_per_s = static_cast<double>(steps) / elapsed;
@@ -350,6 +349,7 @@ void run(const SampleBenchOptions& o) {
               r.kv_cache = set.kv_cache;
               r.weights = set.weights;
               r.expert = set.expert;
+              r.device = set.device;
               timed[s][p].push_back(r);
             }
             if (round + 1 < o.rounds) continue;

@@ -403,28 +403,26 @@ stage_sample() {
   return $rc
 }
 
-# ---- 6. the attention benchmark against LibTorch's dense attention -----------------------------------------
-stage_bench() {
+# ---- 6. the benchmarks: attention against LibTorch's dense attention; generation on the CPU and the GPU -----
+# run_bench JSON ARGS...: stx-bench ARGS, its rows written to OUT_DIR/JSON and kept as the stage's figures.
+run_bench() {
+  local json=$1
+  shift
   [ "$built_torch" = 1 ] || { note="stx-bench was not built"; return 3; }
   [ "$have_device" = 1 ] || { no_device; return; }
-  within "$stage_cap" "$build_dir/bench/stx-bench" attention --device cuda --n 4096,16384 \
-    --json "$out_dir/bench-attention.json"
+  within "$stage_cap" "$build_dir/bench/stx-bench" "$@" --json "$out_dir/$json"
   local rc=$?
-  note="stx-bench attention --device cuda exit $rc"
-  [ -f "$out_dir/bench-attention.json" ] && figures=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$out_dir/bench-attention.json" 2>/dev/null)
+  note="stx-bench $* exit $rc"
+  [ -f "$out_dir/$json" ] && figures=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$out_dir/$json" 2>/dev/null)
   [ $rc = 0 ]
 }
 
-# ---- 6b. generation: the CPU decoder against the GPU's host loop and its device-resident blocks ------------
+stage_bench() { run_bench bench-attention.json attention --device cuda --n 4096,16384; }
+
+# The CPU decoder beside the GPU's host loop and its device-resident blocks, on the same machine.
 stage_bench_sample() {
-  [ "$built_torch" = 1 ] || { note="stx-bench was not built"; return 3; }
-  [ "$have_device" = 1 ] || { no_device; return; }
-  within "$stage_cap" "$build_dir/bench/stx-bench" sample --model audio,text,image --batch 1,16 --device cpu,cuda \
-    --kv-cache float16 --no-dense --seconds 0.6 --json "$out_dir/bench-sample.json"
-  local rc=$?
-  note="stx-bench sample --device cpu,cuda exit $rc"
-  [ -f "$out_dir/bench-sample.json" ] && figures=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$out_dir/bench-sample.json" 2>/dev/null)
-  [ $rc = 0 ]
+  run_bench bench-sample.json sample --model audio,text,image --batch 1,16 --device cpu,cuda --kv-cache float16 \
+    --no-dense --seconds 0.6
 }
 
 # ---- 7. every second left: the bundled models trained, evaluated and exported under OUT_DIR/home ----------

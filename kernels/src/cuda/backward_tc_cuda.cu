@@ -67,23 +67,20 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
   float* lse = reinterpret_cast<float*>(dout_tile + kChunk * P);  // [64]
   float* delta = lse + kChunk;                                    // [64]
 
-  const WorkItem item = a.items[blockIdx.x];
-  const DevicePart part = a.parts[item.part];
-  const int B = part.block;
-  const int64_t batch = blockIdx.y, step = part.step, lane = item.lane;
-  const int64_t length = lane_length(a.n, lane, step);
-  const int tile_col = blockIdx.z * fl::kTileRows;
-  const int64_t k_first = int64_t{item.block} * B + tile_col;
-  if (k_first >= length) return;
-  const int k_rows = static_cast<int>(min(int64_t{min(fl::kTileRows, B - tile_col)}, length - k_first));
+  const TileWork w = tile_work(a.items, a.parts, a.n);
+  if (w.rows == 0) return;
+  const WorkItem& item = w.item;
+  const DevicePart& part = w.part;
+  const int B = part.block, tile_col = w.offset, k_rows = w.rows;
+  const int64_t batch = w.batch, step = w.step, lane = w.lane, length = w.length, k_first = w.first;
 
   const int64_t bh = batch * a.heads + item.head;
-  const T* q = a.q + batch * a.q_stride.batch + item.head * a.q_stride.head;
-  const T* dout = a.dout + batch * a.dout_stride.batch + item.head * a.dout_stride.head;
-  load_tile16<T, D, fl::kTileRows>(k_tile, a.k + batch * a.k_stride.batch + item.head * a.k_stride.head,
-                                   a.k_stride.seq, lane, step, k_first, k_rows, a.dim, a.vector_loads);
-  load_tile16<T, D, fl::kTileRows>(v_tile, a.v + batch * a.v_stride.batch + item.head * a.v_stride.head,
-                                   a.v_stride.seq, lane, step, k_first, k_rows, a.dim, a.vector_loads);
+  const T* q = head_rows(a.q, a.q_stride, batch, item.head);
+  const T* dout = head_rows(a.dout, a.dout_stride, batch, item.head);
+  load_tile16<T, D, fl::kTileRows>(k_tile, head_rows(a.k, a.k_stride, batch, item.head), a.k_stride.seq, lane,
+                                   step, k_first, k_rows, a.dim, a.vector_loads);
+  load_tile16<T, D, fl::kTileRows>(v_tile, head_rows(a.v, a.v_stride, batch, item.head), a.v_stride.seq, lane,
+                                   step, k_first, k_rows, a.dim, a.vector_loads);
   __syncthreads();
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
   const int keys_held = max(0, min(fl::kWarpRows, k_rows - warp * fl::kWarpRows));
@@ -101,7 +98,7 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
     for (int chunk = 0; chunk < B; chunk += kChunk) {
       const int64_t q_first = qb * B + chunk;
       if (q_first >= length) break;
-      const int q_rows = static_cast<int>(min(int64_t{min(kChunk, B - chunk)}, length - q_first));
+      const int q_rows = chunk_rows(B - chunk, length - q_first);
       __syncthreads();  // every warp is done with the previous chunk
       load_tile16<T, D, kChunk>(q_tile, q, a.q_stride.seq, lane, step, q_first, q_rows, a.dim,
                                 a.vector_loads);
@@ -125,15 +122,11 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
   if (keys_held == 0) return;
   const int64_t first_key = k_first + warp * fl::kWarpRows;
   finish_rows<T, D>(dk, a.scale, keys_held, first_key, lane, step, a.dim, item.flags,
-                    a.partial_a + batch * a.partial_a_stride.batch + item.head * a.partial_a_stride.head,
-                    a.partial_a_stride,
-                    a.grad_a + batch * a.grad_a_stride.batch + item.head * a.grad_a_stride.head,
-                    a.grad_a_stride);
+                    head_rows(a.partial_a, a.partial_a_stride, batch, item.head), a.partial_a_stride,
+                    head_rows(a.grad_a, a.grad_a_stride, batch, item.head), a.grad_a_stride);
   finish_rows<T, D>(dv, 1.0f, keys_held, first_key, lane, step, a.dim, item.flags,
-                    a.partial_b + batch * a.partial_b_stride.batch + item.head * a.partial_b_stride.head,
-                    a.partial_b_stride,
-                    a.grad_b + batch * a.grad_b_stride.batch + item.head * a.grad_b_stride.head,
-                    a.grad_b_stride);
+                    head_rows(a.partial_b, a.partial_b_stride, batch, item.head), a.partial_b_stride,
+                    head_rows(a.grad_b, a.grad_b_stride, batch, item.head), a.grad_b_stride);
 #endif
 }
 
@@ -149,23 +142,19 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
   float* lse = reinterpret_cast<float*>(v_tile + kChunk * P);    // [64 queries]
   float* delta = lse + kChunk;                                   // [64 queries]
 
-  const WorkItem item = a.items[blockIdx.x];
-  const DevicePart part = a.parts[item.part];
-  const int B = part.block;
-  const int64_t batch = blockIdx.y, step = part.step, lane = item.lane;
-  const int64_t length = lane_length(a.n, lane, step);
-  const int tile_row = blockIdx.z * fl::kTileRows;
-  const int64_t q_first = int64_t{item.block} * B + tile_row;
-  if (q_first >= length) return;
-  const int q_rows = static_cast<int>(min(int64_t{min(fl::kTileRows, B - tile_row)}, length - q_first));
+  const TileWork w = tile_work(a.items, a.parts, a.n);
+  if (w.rows == 0) return;
+  const WorkItem& item = w.item;
+  const DevicePart& part = w.part;
+  const int B = part.block, tile_row = w.offset, q_rows = w.rows;
+  const int64_t batch = w.batch, step = w.step, lane = w.lane, length = w.length, q_first = w.first;
 
   const int64_t bh = batch * a.heads + item.head;
-  const T* k = a.k + batch * a.k_stride.batch + item.head * a.k_stride.head;
-  const T* v = a.v + batch * a.v_stride.batch + item.head * a.v_stride.head;
-  load_tile16<T, D, fl::kTileRows>(q_tile, a.q + batch * a.q_stride.batch + item.head * a.q_stride.head,
-                                   a.q_stride.seq, lane, step, q_first, q_rows, a.dim, a.vector_loads);
-  load_tile16<T, D, fl::kTileRows>(dout_tile,
-                                   a.dout + batch * a.dout_stride.batch + item.head * a.dout_stride.head,
+  const T* k = head_rows(a.k, a.k_stride, batch, item.head);
+  const T* v = head_rows(a.v, a.v_stride, batch, item.head);
+  load_tile16<T, D, fl::kTileRows>(q_tile, head_rows(a.q, a.q_stride, batch, item.head), a.q_stride.seq, lane,
+                                   step, q_first, q_rows, a.dim, a.vector_loads);
+  load_tile16<T, D, fl::kTileRows>(dout_tile, head_rows(a.dout, a.dout_stride, batch, item.head),
                                    a.dout_stride.seq, lane, step, q_first, q_rows, a.dim, a.vector_loads);
   load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step, q_first, q_rows);
   __syncthreads();
@@ -184,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
     for (int chunk = 0; chunk < B; chunk += kChunk) {
       const int64_t k_first = kb * B + chunk;
       if (k_first >= length) break;
-      const int k_rows = static_cast<int>(min(int64_t{min(kChunk, B - chunk)}, length - k_first));
+      const int k_rows = chunk_rows(B - chunk, length - k_first);
       __syncthreads();
       load_tile16<T, D, kChunk>(k_tile, k, a.k_stride.seq, lane, step, k_first, k_rows, a.dim,
                                 a.vector_loads);
@@ -206,10 +195,8 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
   }
   if (rows_held == 0) return;
   finish_rows<T, D>(dq, a.scale, rows_held, q_first + warp * fl::kWarpRows, lane, step, a.dim, item.flags,
-                    a.partial_a + batch * a.partial_a_stride.batch + item.head * a.partial_a_stride.head,
-                    a.partial_a_stride,
-                    a.grad_a + batch * a.grad_a_stride.batch + item.head * a.grad_a_stride.head,
-                    a.grad_a_stride);
+                    head_rows(a.partial_a, a.partial_a_stride, batch, item.head), a.partial_a_stride,
+                    head_rows(a.grad_a, a.grad_a_stride, batch, item.head), a.grad_a_stride);
 #endif
 }
 

@@ -49,14 +49,7 @@ struct ChunkMask {
 
 STX_HOST_DEVICE ChunkMask chunk_mask(const uint64_t* mask, int64_t mask_words, int first_row, int first_key,
                                      int rows, int keys) {
-  ChunkMask m;
-  m.mask = mask;
-  m.mask_words = mask_words;
-  m.first_row = first_row;
-  m.first_key = first_key;
-  m.rows = rows;
-  m.keys = keys;
-  return m;
+  return ChunkMask{mask, mask_words, first_row, first_key, rows, keys};
 }
 
 STX_HOST_DEVICE bool attends(const ChunkMask& m, int row, int key) {

@@ -31,21 +31,16 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
   uint16_t* k_tile = q_tile + fl::kTileRows * P;                 // [kChunkKeys][P]
   uint16_t* v_tile = k_tile + fl::kChunkKeys * P;                // [kChunkKeys][P]
 
-  const WorkItem item = a.items[blockIdx.x];
-  const DevicePart part = a.parts[item.part];
-  const int B = part.block;
-  const int64_t batch = blockIdx.y, step = part.step, view_lane = item.lane;
-  const int64_t length = lane_length(a.n, view_lane, step);
-  const int tile_row = blockIdx.z * fl::kTileRows;
-  const int64_t q_first = int64_t{item.block} * B + tile_row;
-  if (q_first >= length) return;
-  const int q_rows = static_cast<int>(min(int64_t{min(fl::kTileRows, B - tile_row)}, length - q_first));
-
-  const T* q = a.q + batch * a.q_stride.batch + item.head * a.q_stride.head;
-  const T* k = a.k + batch * a.k_stride.batch + item.head * a.k_stride.head;
-  const T* v = a.v + batch * a.v_stride.batch + item.head * a.v_stride.head;
-  load_tile16<T, D, fl::kTileRows>(q_tile, q, a.q_stride.seq, view_lane, step, q_first, q_rows, a.dim,
-                                   a.vector_loads);
+  const TileWork w = tile_work(a.items, a.parts, a.n);
+  if (w.rows == 0) return;  // the lane ends before this tile
+  const WorkItem& item = w.item;
+  const DevicePart& part = w.part;
+  const int B = part.block, tile_row = w.offset, q_rows = w.rows;
+  const int64_t batch = w.batch, step = w.step, view_lane = w.lane, length = w.length, q_first = w.first;
+  const T* k = head_rows(a.k, a.k_stride, w.batch, w.item.head);
+  const T* v = head_rows(a.v, a.v_stride, w.batch, w.item.head);
+  load_tile16<T, D, fl::kTileRows>(q_tile, head_rows(a.q, a.q_stride, w.batch, w.item.head), a.q_stride.seq,
+                                   view_lane, step, q_first, q_rows, a.dim, a.vector_loads);
   __syncthreads();
 
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
@@ -63,7 +58,7 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
     for (int chunk = 0; chunk < B; chunk += fl::kChunkKeys) {
       const int64_t k_first = kb * B + chunk;
       if (k_first >= length) break;
-      const int k_rows = static_cast<int>(min(int64_t{min(fl::kChunkKeys, B - chunk)}, length - k_first));
+      const int k_rows = chunk_rows(B - chunk, length - k_first);
       __syncthreads();  // every warp is done with the previous chunk's k_tile and v_tile
       load_tile16<T, D, fl::kChunkKeys>(k_tile, k, a.k_stride.seq, view_lane, step, k_first, k_rows, a.dim,
                                         a.vector_loads);
@@ -112,8 +107,8 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
     merge[half] = fl::merge_weights(old_lse, part_lse[half]);
   }
   __syncwarp();  // every lane of a quad has read its rows' old lse before one of them writes the new one
-  T* out = a.out + batch * a.out_stride.batch + item.head * a.out_stride.head;
-  float* partial = a.partial + batch * a.partial_stride.batch + item.head * a.partial_stride.head;
+  T* out = head_rows(a.out, a.out_stride, batch, item.head);
+  float* partial = head_rows(a.partial, a.partial_stride, batch, item.head);
 #pragma unroll
   for (int t = 0; t < OUT_TILES; ++t) {
 #pragma unroll

@@ -112,6 +112,42 @@ void dispatch_tensor_core(DType dtype, int64_t head_dim, F&& f) {
   }
 }
 
+// Rows of a 64-row chunk that hold data: at most 64, no further than the block's or the lane's end.
+__device__ __forceinline__ int chunk_rows(int to_block_end, int64_t to_lane_end) {
+  return static_cast<int>(min(int64_t{min(flash::kChunkKeys, to_block_end)}, to_lane_end));
+}
+
+// One thread block's tile of a work item (blockIdx.x: the item, .y: the batch element, .z: which 64-row tile
+// of the item's block): where its rows start in the view's lane and how many hold data.
+struct TileWork {
+  WorkItem item;
+  DevicePart part;
+  int64_t batch, step, lane, length;  // length: the lane's positions
+  int offset;                         // the tile's first row inside the item's block
+  int64_t first;                      // its index in the lane
+  int rows;                           // rows that hold data; 0 when the lane ends before the tile
+};
+
+__device__ __forceinline__ TileWork tile_work(const WorkItem* items, const DevicePart* parts, int64_t n) {
+  TileWork w;
+  w.item = items[blockIdx.x];
+  w.part = parts[w.item.part];
+  w.batch = blockIdx.y;
+  w.step = w.part.step;
+  w.lane = w.item.lane;
+  w.length = lane_length(n, w.lane, w.step);
+  w.offset = blockIdx.z * flash::kTileRows;
+  w.first = int64_t{w.item.block} * w.part.block + w.offset;
+  w.rows = w.first >= w.length ? 0 : chunk_rows(w.part.block - w.offset, w.length - w.first);
+  return w;
+}
+
+// The [n, dim] rows of head `head` of batch element `batch` of a [batch, heads, n, dim] tensor.
+template <class T>
+__device__ __forceinline__ T* head_rows(T* x, const Strides& s, int64_t batch, int64_t head) {
+  return x + batch * s.batch + head * s.head;
+}
+
 // Accumulators to zero.
 template <int TILES>
 __device__ __forceinline__ void zero(float (&x)[TILES][mma::kCValues]) {
