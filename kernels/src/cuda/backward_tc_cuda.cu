@@ -127,6 +127,8 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
   finish_rows<T, D>(dv, 1.0f, keys_held, first_key, lane, step, a.dim, item.flags,
                     head_rows(a.partial_b, a.partial_b_stride, batch, item.head), a.partial_b_stride,
                     head_rows(a.grad_b, a.grad_b_stride, batch, item.head), a.grad_b_stride);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // built without sm_80 code (tensor_cores_usable refuses such a build): fail loudly, never silently
 #endif
 }
 
@@ -197,6 +199,8 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
   finish_rows<T, D>(dq, a.scale, rows_held, q_first + warp * fl::kWarpRows, lane, step, a.dim, item.flags,
                     head_rows(a.partial_a, a.partial_a_stride, batch, item.head), a.partial_a_stride,
                     head_rows(a.grad_a, a.grad_a_stride, batch, item.head), a.grad_a_stride);
+#elif defined(__CUDA_ARCH__)
+  __trap();  // built without sm_80 code (tensor_cores_usable refuses such a build): fail loudly, never silently
 #endif
 }
 

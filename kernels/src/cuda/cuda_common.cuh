@@ -210,7 +210,8 @@ void launch_slots(Kernel kernel, Args& a, const DeviceLayout& layout, int64_t ba
 const DeviceLayout& device_layout(const Layout& layout);
 
 // Whether the tensor-core kernels run for `dtype` on the current device: float16 or bfloat16, a device of
-// compute capability 8.0 or later, and STX_CUDA_TENSOR_CORES not set to 0 (which keeps the scalar kernels).
+// compute capability 8.0 or later, a build with sm_80 code, and STX_CUDA_TENSOR_CORES not set to 0 (read at
+// the first call; 0 keeps the scalar kernels).
 bool tensor_cores_usable(DType dtype);
 
 // The tensor-core forward (forward_tc_cuda.cu): whether it takes these params (tensor_cores_usable and

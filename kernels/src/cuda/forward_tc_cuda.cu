@@ -132,6 +132,8 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
       if (mma::group_of(me) + half * 8 < rows_held) lse[position[half]] = merge[half].lse;
     }
   }
+#elif defined(__CUDA_ARCH__)
+  __trap();  // built without sm_80 code (tensor_cores_usable refuses such a build): fail loudly, never silently
 #endif
 }
 
@@ -155,7 +157,16 @@ bool tensor_cores_usable(DType dtype) {
   int device = 0, major = 0;
   STX_CUDA_CHECK(cudaGetDevice(&device));
   STX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major >= 8;
+  if (major < 8) return false;
+  // The kernels' code must be for sm_80 or later: a build for older GPUs only, JIT-compiled from its PTX on
+  // a newer one, holds them with no body.
+  static const bool built_for_sm80 = [] {
+    cudaFuncAttributes attributes{};
+    const bool found = cudaFuncGetAttributes(&attributes, forward_tc_kernel<__half, 64>) == cudaSuccess;
+    if (!found) (void)cudaGetLastError();  // not left for the next launch's check to find
+    return found && attributes.ptxVersion >= 80;
+  }();
+  return built_for_sm80;
 }
 
 bool tensor_core_forward_applies(const ForwardParams& p) {
