@@ -223,6 +223,37 @@ DenseOutcome run_dense(const Inputs& in, Pass pass, const AttentionOptions& o, D
   return result;
 }
 
+struct ReshapeOutcome {
+  std::optional<Timing> timing;
+  std::string skipped;  // why, when not measured
+  std::string kernel;
+};
+
+// The reshape route (dense_baseline.h) on the same inputs, under the dense baseline's memory budget and
+// time limit: the peer a LibTorch user can write without our kernels.
+ReshapeOutcome run_reshape(const Inputs& in, const PatternSpec& spec, Pass pass, const AttentionOptions& o) {
+  ReshapeOutcome result;
+  const sk::HeadPattern& pattern = spec.heads.front();
+  const int64_t needed = reshape_route_peak_bytes_estimate(in.shape, pattern, pass == Pass::fwdbwd);
+  if (static_cast<double>(needed) > o.dense_budget_gb * 1e9) {
+    result.skipped = "skipped: needs " + readable_size(needed);
+    return result;
+  }
+  try {
+    ReshapeRouteAttention route(in.shape, in.q.data(), in.k.data(), in.v.data(), in.dout.data(), pattern);
+    result.kernel = route.kernel();
+    if (pass == Pass::fwd) {
+      result.timing = time_median([&] { route.forward(); }, o.repeats, o.dense_time_limit_s);
+    } else {
+      result.timing = time_median([&] { route.forward_backward(); }, o.repeats, o.dense_time_limit_s);
+    }
+  } catch (const std::runtime_error& e) {  // LibTorch's errors, out of memory included (dense_baseline.h)
+    result.timing.reset();
+    result.skipped = std::string("failed: ") + e.what();
+  }
+  return result;
+}
+
 std::vector<PatternSpec> make_patterns(const AttentionOptions& o) {
   return stx::bench::make_patterns(o.patterns, o.stride, o.summary, o.heads, o.block);
 }
@@ -255,7 +286,7 @@ void choose_blocks(std::vector<PatternSpec>& specs, const AttentionOptions& o, i
 
 Record make_record(int64_t n, const PatternSpec& spec, Pass pass, const AttentionOptions& o,
                    const sk::Layout& layout, const Measured& sparse, const DenseOutcome& dense,
-                   double sgemm) {
+                   const ReshapeOutcome& reshape, double sgemm) {
   Record r;
   r.n = n;
   r.pattern = spec.name;
@@ -281,6 +312,9 @@ Record make_record(int64_t n, const PatternSpec& spec, Pass pass, const Attentio
   } else {
     r.dense_skipped = dense.skipped;
   }
+  if (reshape.timing) r.reshape_ms = reshape.timing->median_ms;
+  r.reshape_skipped = reshape.skipped;
+  r.reshape_kernel = reshape.kernel;
   return r;
 }
 
@@ -303,6 +337,10 @@ void print_header(const AttentionOptions& o, const RunInfo& info, bool peak_rese
   std::printf(
       "gflops: useful FLOPs of the sparse kernel / sparse_ms; fwd = 4*D*pairs*batch, "
       "fwdbwd = 12*D*pairs*batch (pairs = attended (i, j) pairs summed over heads)\n");
+  std::printf(
+      "reshape: the same sparse attention as LibTorch attention calls on reshaped views (own row, previous "
+      "row, columns; own row, gathered summaries) merged by log-sum-exp; same budget and time limit as dense; "
+      "vs_reshape: reshape_ms / sparse_ms\n");
   std::printf("roofline: gflops / sgemm GFLOP/s; ratio: dense_ms / sparse_ms; peak_mb: %s\n",
               peak_resets ? "peak resident set of the process during the sparse run (VmHWM, reset per row)"
                           : "peak resident set since start (this kernel cannot reset VmHWM)");
@@ -369,8 +407,9 @@ void run_attention(const AttentionOptions& options) {
         sparse.push_back(run_sparse(inputs, *layouts[i], pass, o.repeats));
       const DenseOutcome dense = run_dense(inputs, pass, o, dense_mode);
       for (size_t i = 0; i < specs.size(); ++i) {
+        const ReshapeOutcome reshape = run_reshape(inputs, specs[i], pass, o);
         records.push_back(
-            make_record(n, specs[i], pass, o, *layouts[i], sparse[i], dense, info.sgemm_gflops));
+            make_record(n, specs[i], pass, o, *layouts[i], sparse[i], dense, reshape, info.sgemm_gflops));
         print_table_row(std::cout, records.back());
       }
     }

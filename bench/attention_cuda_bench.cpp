@@ -35,6 +35,7 @@
 #include "stx/kernels/attention.h"
 #include "stx/kernels/layout.h"
 #include "stx/kernels/pattern.h"
+#include "stx/models/reshape_attention.h"
 #include "stx/models/sparse_attention.h"
 #include "timing.h"
 
@@ -50,6 +51,8 @@ constexpr double kSampleMs = 10.0;
 constexpr int kMaxCallsPerSample = 1000;
 // Without --dense-budget-gb the masked baseline may plan on this share of the device's memory.
 constexpr double kDeviceMemoryShare = 0.8;
+// The largest |reshape route - stx| the forward may show before a row says the two disagree.
+constexpr double kReshapeAgreement = 0.05;
 
 enum class Pass { fwd, fwdbwd };
 
@@ -234,6 +237,28 @@ Baseline run_masked(const Inputs& in, Pass pass, int repeats, double budget_byte
   });
 }
 
+// The reshape route (models/reshape_attention.h): LibTorch's fused calls on reshaped views, merged by
+// log-sum-exp; every head has the spec's one pattern (merged).
+Baseline run_reshape(const Inputs& in, Pass pass, int repeats, const PatternSpec& spec) {
+  return run_baseline(in, pass, repeats, [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    return stx::reshape_route_attention(q, k, v, spec.heads.front());
+  });
+}
+
+// The largest |difference| between the reshape route's forward and ours on these inputs: a route that
+// computed something else would be no peer. NaN when the route fails.
+double reshape_disagreement(const Inputs& in, const PatternSpec& spec,
+                            const std::shared_ptr<const sk::Layout>& layout) {
+  at::NoGradGuard no_grad;
+  try {
+    const at::Tensor ours = stx::sparse_attention(in.q, in.k, in.v, layout).to(at::kFloat);
+    const at::Tensor route = stx::reshape_route_attention(in.q, in.k, in.v, spec.heads.front()).to(at::kFloat);
+    return (ours - route).abs().max().item<double>();
+  } catch (const c10::Error&) {
+    return std::nan("");
+  }
+}
+
 DeviceTiming run_sparse(const Inputs& in, Pass pass, int repeats,
                         const std::shared_ptr<const sk::Layout>& layout) {
   try {
@@ -287,8 +312,9 @@ struct CudaRecord {
   int64_t causal_pairs = 0;    // heads * n (n + 1) / 2: what dense causal attention computes
   double flops = 0.0;          // useful FLOPs of one sparse call, as the CPU rows count them
   DeviceTiming sparse;
-  Baseline sdpa, masked;
-  std::string sdpa_backend;
+  Baseline sdpa, masked, reshape;
+  std::string sdpa_backend, reshape_kernel;
+  double reshape_max_diff = 0.0;  // max |route - ours| of the forward on these inputs
 
   double attended_fraction() const {
     return static_cast<double>(attended_pairs) / static_cast<double>(causal_pairs);
@@ -329,23 +355,32 @@ std::string format_speedup(const std::optional<double>& x) {
 }
 
 void print_table_header() {
-  std::printf("%7s  %-8s  %-6s  %5s  %8s  %9s  %9s  %-19s  %7s  %9s  %9s  %7s  %8s\n", "n", "pattern", "pass",
+  std::printf("%7s  %-8s  %-6s  %5s  %8s  %9s  %9s  %-19s  %7s  %9s  %9s  %7s  %8s  %10s  %10s\n", "n", "pattern",
+              "pass",
               "block", "attended", "stx_ms", "sdpa_ms", "sdpa_backend", "vs_sdpa", "masked_ms", "vs_masked",
-              "tflops", "of_sdpa");
+              "tflops", "of_sdpa", "reshape_ms", "vs_reshape");
 }
 
 void print_table_row(const CudaRecord& r) {
   std::string notes;
   if (!r.sdpa.timing) notes += "  sdpa " + r.sdpa.skipped;
   if (!r.masked.timing) notes += "  masked " + r.masked.skipped;
+  if (!r.reshape.timing) notes += "  reshape " + r.reshape.skipped;
+  // bf16 keeps 8 bits of mantissa: outputs of size ~1 agree to a few 1e-3 between two correct routes.
+  if (!(r.reshape_max_diff <= kReshapeAgreement)) {
+    char text[96];
+    std::snprintf(text, sizeof text, "  reshape route DISAGREES with stx: max |diff| %.3g", r.reshape_max_diff);
+    notes += text;
+  }
   char share[32] = "-";
   if (const std::optional<double> x = r.share_of_sdpa_rate()) std::snprintf(share, sizeof share, "%.0f%%", 100.0 * *x);
-  std::printf("%7lld  %-8s  %-6s  %5d  %7.2f%%  %9.4f  %9s  %-19s  %7s  %9s  %9s  %7.1f  %8s%s\n",
+  std::printf("%7lld  %-8s  %-6s  %5d  %7.2f%%  %9.4f  %9s  %-19s  %7s  %9s  %9s  %7.1f  %8s  %10s  %10s%s\n",
               static_cast<long long>(r.n), r.spec->name.c_str(), pass_name(r.pass), r.spec->block,
               100.0 * r.attended_fraction(), r.sparse.median_ms, format_ms(r.sdpa).c_str(),
               r.sdpa_backend.empty() ? "-" : r.sdpa_backend.c_str(),
               format_speedup(r.speedup(r.sdpa)).c_str(), format_ms(r.masked).c_str(),
-              format_speedup(r.speedup(r.masked)).c_str(), r.tflops(), share, notes.c_str());
+              format_speedup(r.speedup(r.masked)).c_str(), r.tflops(), share, format_ms(r.reshape).c_str(),
+              format_speedup(r.speedup(r.reshape)).c_str(), notes.c_str());
   std::fflush(stdout);  // a sweep takes a while
 }
 
@@ -406,6 +441,11 @@ void write_cuda_json(const std::string& path, const CudaRunInfo& info,
         {"masked_skipped", skipped_or_null(r.masked)},
         {"masked_backward", r.pass == Pass::fwdbwd ? Json("autograd") : Json(nullptr)},
         {"speedup_vs_masked", number_or_null(r.speedup(r.masked))},
+        {"reshape_ms", ms_or_null(r.reshape)},
+        {"reshape_kernel", r.reshape_kernel},
+        {"reshape_skipped", skipped_or_null(r.reshape)},
+        {"reshape_max_abs_diff", std::isnan(r.reshape_max_diff) ? Json(nullptr) : Json(r.reshape_max_diff)},
+        {"speedup_vs_reshape", number_or_null(r.speedup(r.reshape))},
     });
   }
   write_text_atomically(path, rows.dump(2) + "\n");
@@ -475,6 +515,10 @@ void run_attention_cuda(const CudaAttentionOptions& o) {
       "masked: (q*scale) @ k^T, masked_fill(upper, -inf), softmax, @ v; backward through autograd; skipped "
       "above %.1f GB\n",
       budget_bytes / 1e9);
+  std::printf(
+      "reshape: the same sparse attention as LibTorch fused calls on reshaped views merged by log-sum-exp "
+      "(%s; its backward holds the merge weights fixed)\n",
+      stx::reshape_route_kernel(at::empty({1}, at::TensorOptions().device(at::kCUDA).dtype(dtype))).c_str());
   std::printf("attended: attended pairs / causal pairs; vs_*: baseline ms / stx ms\n");
   choose_blocks(specs, o, dtype);
   std::printf("\n");
@@ -485,12 +529,16 @@ void run_attention_cuda(const CudaAttentionOptions& o) {
     const Inputs in = make_inputs(o, n, dtype);
     std::vector<std::shared_ptr<const sk::Layout>> layouts;
     for (const PatternSpec& spec : specs) layouts.push_back(sk::cached_layout(n, spec.block, spec.heads));
+    std::vector<double> disagreement;
+    for (size_t i = 0; i < specs.size(); ++i) disagreement.push_back(reshape_disagreement(in, specs[i], layouts[i]));
     for (Pass pass : passes) {
       std::vector<DeviceTiming> sparse;
       for (const auto& layout : layouts) sparse.push_back(run_sparse(in, pass, o.repeats, layout));
       const Baseline sdpa = run_sdpa(in, pass, o.repeats);
       const std::string backend = sdpa_backend(in, pass);
       const Baseline masked = run_masked(in, pass, o.repeats, budget_bytes);
+      std::vector<Baseline> reshape;
+      for (const PatternSpec& spec : specs) reshape.push_back(run_reshape(in, pass, o.repeats, spec));
       for (size_t i = 0; i < specs.size(); ++i) {
         CudaRecord r;
         r.n = n;
@@ -504,6 +552,9 @@ void run_attention_cuda(const CudaAttentionOptions& o) {
         r.sdpa = sdpa;
         r.sdpa_backend = backend;
         r.masked = masked;
+        r.reshape = reshape[i];
+        r.reshape_kernel = stx::reshape_route_kernel(in.q);
+        r.reshape_max_diff = disagreement[i];
         records.push_back(r);
         print_table_row(records.back());
       }

@@ -5,12 +5,14 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard, at::AutoGradMode: not in ATen.h of LibTorch 2.x
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "stx/models/reshape_attention.h"
 #include "timing.h"
 
 namespace stx::bench {
@@ -129,6 +131,61 @@ void DenseAttention::forward_backward() {
       impl_->forward_backward_explicit();
     }
   });
+}
+
+struct ReshapeRouteAttention::Impl {
+  kernels::HeadPattern pattern;
+  at::Tensor q, k, v, dout;  // views of the caller's buffers
+  at::Tensor out;
+};
+
+ReshapeRouteAttention::ReshapeRouteAttention(const DenseShape& shape, const float* q, const float* k,
+                                             const float* v, const float* dout,
+                                             const kernels::HeadPattern& pattern)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->pattern = pattern;
+  impl_->q = wrap(q, shape);
+  impl_->k = wrap(k, shape);
+  impl_->v = wrap(v, shape);
+  impl_->dout = wrap(dout, shape);
+}
+
+ReshapeRouteAttention::~ReshapeRouteAttention() = default;
+
+void ReshapeRouteAttention::forward() {
+  guarded("reshape route forward", [&] {
+    at::NoGradGuard no_grad;
+    impl_->out = reshape_route_attention(impl_->q, impl_->k, impl_->v, impl_->pattern);
+  });
+}
+
+void ReshapeRouteAttention::forward_backward() {
+  guarded("reshape route forward+backward", [&] {
+    at::AutoGradMode grad_mode(true);
+    const at::Tensor qg = impl_->q.detach().requires_grad_(true);
+    const at::Tensor kg = impl_->k.detach().requires_grad_(true);
+    const at::Tensor vg = impl_->v.detach().requires_grad_(true);
+    const at::Tensor out = reshape_route_attention(qg, kg, vg, impl_->pattern);
+    (out * impl_->dout).sum().backward();
+    impl_->out = out.detach();
+  });
+}
+
+std::string ReshapeRouteAttention::kernel() const { return reshape_route_kernel(impl_->q); }
+
+int64_t reshape_route_peak_bytes_estimate(const DenseShape& s, const kernels::HeadPattern& p, bool backward) {
+  const int64_t n = s.seq_len;
+  int64_t scores = n * n;  // dense: one causal call
+  if (p.pattern != kernels::Pattern::dense) {
+    const int64_t l = p.stride, rows = (n + l - 1) / l;
+    scores = rows * l * l;  // own row
+    if (p.pattern == kernels::Pattern::strided) {
+      scores += std::max<int64_t>(rows - 1, 0) * l * l + l * std::max<int64_t>(rows - 2, 0) * (rows - 2);
+    } else {
+      scores += std::max<int64_t>(rows - 1, 0) * l * std::max<int64_t>(rows - 1, 0) * p.summary;
+    }
+  }
+  return (backward ? 5 : 3) * s.batch * s.heads * scores * static_cast<int64_t>(sizeof(float));
 }
 
 void set_torch_threads(int threads) {

@@ -14,6 +14,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+
+#include "stx/kernels/pattern.h"
 
 namespace stx::bench {
 
@@ -49,6 +52,32 @@ class DenseAttention {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The reshape route (stx/models/reshape_attention.h) over the same caller-owned inputs, every head with
+// `pattern` (merged): LibTorch fused calls, or on LibTorch 1.13 matmuls, on reshaped views merged by
+// log-sum-exp. forward_backward is autograd's backward with `dout`.
+class ReshapeRouteAttention {
+ public:
+  ReshapeRouteAttention(const DenseShape& shape, const float* q, const float* k, const float* v,
+                        const float* dout, const kernels::HeadPattern& pattern);
+  ~ReshapeRouteAttention();
+  ReshapeRouteAttention(const ReshapeRouteAttention&) = delete;
+  ReshapeRouteAttention& operator=(const ReshapeRouteAttention&) = delete;
+
+  void forward();
+  void forward_backward();
+  std::string kernel() const;  // "math" on LibTorch 1.13, "cpu_flash" on 2.3 and later
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The bytes the reshape route's matmul form holds at its peak: the score matrices of its parts (own row,
+// previous row and columns for strided; own row and the gathered summaries for fixed), three copies
+// forward (scores, masked, weights) and five with the backward's graph.
+int64_t reshape_route_peak_bytes_estimate(const DenseShape& shape, const kernels::HeadPattern& pattern,
+                                          bool backward);
 
 // LibTorch's intra-op threads.
 void set_torch_threads(int threads);

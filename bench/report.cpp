@@ -45,21 +45,29 @@ std::optional<double> Record::ratio() const {
   return *dense_ms / sparse_ms;
 }
 
+std::optional<double> Record::vs_reshape() const {
+  if (!reshape_ms || sparse_ms <= 0.0) return std::nullopt;
+  return *reshape_ms / sparse_ms;
+}
+
 void print_table_header(std::ostream& os) {
   char line[256];
-  std::snprintf(line, sizeof line, "%7s  %-8s  %-6s  %5s  %10s  %-24s  %7s  %8s  %8s  %8s", "n", "pattern",
-                "pass", "block", "sparse_ms", "dense_ms", "ratio", "gflops", "roofline", "peak_mb");
+  std::snprintf(line, sizeof line, "%7s  %-8s  %-6s  %5s  %10s  %-24s  %7s  %8s  %8s  %8s  %-24s  %10s", "n",
+                "pattern", "pass", "block", "sparse_ms", "dense_ms", "ratio", "gflops", "roofline", "peak_mb",
+                "reshape_ms", "vs_reshape");
   os << line << "\n";
 }
 
 void print_table_row(std::ostream& os, const Record& r) {
   const std::string dense = r.dense_ms ? ms(*r.dense_ms) : r.dense_skipped;
-  const std::optional<double> ratio = r.ratio();
+  const std::optional<double> ratio = r.ratio(), vs_reshape = r.vs_reshape();
+  const std::string reshape = r.reshape_ms ? ms(*r.reshape_ms) : r.reshape_skipped;
   char line[512];
-  std::snprintf(line, sizeof line, "%7lld  %-8s  %-6s  %5d  %10s  %-24s  %7s  %8.1f  %7.1f%%  %8.0f",
+  std::snprintf(line, sizeof line, "%7lld  %-8s  %-6s  %5d  %10s  %-24s  %7s  %8.1f  %7.1f%%  %8.0f  %-24s  %10s",
                 static_cast<long long>(r.n), r.pattern.c_str(), r.pass.c_str(), r.block,
                 ms(r.sparse_ms).c_str(), dense.c_str(), ratio ? (fixed(*ratio, 1) + "x").c_str() : "-",
-                r.gflops, 100.0 * r.roofline_fraction, r.peak_mb);
+                r.gflops, 100.0 * r.roofline_fraction, r.peak_mb, reshape.c_str(),
+                vs_reshape ? (fixed(*vs_reshape, 1) + "x").c_str() : "-");
   os << line << std::endl;  // flushed: a sweep takes minutes
 }
 
@@ -101,6 +109,10 @@ void write_json(const std::string& path, const RunInfo& info, const std::vector<
         {"rss_before_mb", r.rss_before_mb},
         {"dense_peak_mb", optional_number(r.dense_peak_mb)},
         {"dense_rss_before_mb", optional_number(r.dense_rss_before_mb)},
+        {"reshape_ms", optional_number(r.reshape_ms)},
+        {"reshape_skipped", r.reshape_ms ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.reshape_skipped)},
+        {"reshape_kernel", r.reshape_kernel},
+        {"vs_reshape", optional_number(r.vs_reshape())},
         {"sgemm_gflops", info.sgemm_gflops},
         {"cpu_path", info.cpu_path},
         {"torch_threads", info.torch_threads},

@@ -38,8 +38,12 @@ struct Record {
   double rss_before_mb = 0.0;           // resident set when the sparse run started
   std::optional<double> dense_peak_mb;  // the same for the dense run
   std::optional<double> dense_rss_before_mb;
+  std::optional<double> reshape_ms;  // the reshape route (dense_baseline.h); empty when skipped
+  std::string reshape_skipped;       // why, when skipped
+  std::string reshape_kernel;        // its fused call: "math", "cpu_flash"
 
-  std::optional<double> ratio() const;  // dense_ms / sparse_ms
+  std::optional<double> ratio() const;       // dense_ms / sparse_ms
+  std::optional<double> vs_reshape() const;  // reshape_ms / sparse_ms
 };
 
 // The fixed-width table.
