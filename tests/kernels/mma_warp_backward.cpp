@@ -17,12 +17,14 @@ constexpr int kChunk =
 
 // lse and Delta of rows [first, first + rows) of a lane into 64-entry arrays: -inf and 0 past the rows.
 void load_row_values(std::vector<float>& lse, std::vector<float>& delta, const float* lse_head,
-                     const float* delta_head, const LayoutPart& part, int64_t lane, int64_t first, int rows) {
+                     const float* delta_head, const LayoutPart& part, int64_t lane, const flash::ListChunk& rows,
+                     int block) {
   lse.assign(kChunk, flash::kMinusInfinity);
   delta.assign(kChunk, 0.0f);
-  for (int r = 0; r < rows; ++r) {
-    lse[static_cast<size_t>(r)] = lse_head[part.position(lane, first + r)];
-    delta[static_cast<size_t>(r)] = delta_head[part.position(lane, first + r)];
+  for (int r = 0; r < rows.rows; ++r) {
+    const int64_t position = part.position(lane, rows.position(block, r));
+    lse[static_cast<size_t>(r)] = lse_head[position];
+    delta[static_cast<size_t>(r)] = delta_head[position];
   }
 }
 
@@ -106,16 +108,18 @@ void key_pass(const BackwardProblem& problem, const LayoutPart& part, const Head
           const std::vector<AFragment> k_a = row_operands(k_tile, w * flash::kWarpRows, D);
           const std::vector<AFragment> v_a = row_operands(v_tile, w * flash::kWarpRows, D);
           std::vector<CFragment> dk(static_cast<size_t>(D / mma::kN)), dv(static_cast<size_t>(D / mma::kN));
-          for (int64_t entry = part.col_begin[kb]; entry < part.col_begin[kb + 1]; ++entry) {
-            const int64_t qb = part.col_query[entry];
+          const int64_t list_end = part.col_begin[kb + 1];
+          for (int64_t entry = part.col_begin[kb]; entry < list_end;) {
+            const int pieces = flash::gathered_entries(part.col_mask.data() + entry, list_end - entry, B);
             const int32_t mask_index = part.col_mask[entry];
             for (int chunk = 0; chunk < B; chunk += kChunk) {
-              const int64_t q_first = qb * B + chunk;
-              if (q_first >= length) break;
-              const int q_rows = static_cast<int>(std::min<int64_t>({kChunk, B - chunk, length - q_first}));
-              load_tile(q_tile, in.q, p.head_dim, part, lane_index, q_first, q_rows);
-              load_tile(dout_tile, in.dout, p.head_dim, part, lane_index, q_first, q_rows);
-              load_row_values(lse, delta, in.lse, in.delta, part, lane_index, q_first, q_rows);
+              const flash::ListChunk queries =
+                  flash::list_chunk(part.col_query.data() + entry, pieces, B, chunk, length);
+              if (queries.rows == 0) break;
+              const int q_rows = queries.rows;
+              load_chunk(q_tile, in.q, p.head_dim, part, lane_index, queries, B);
+              load_chunk(dout_tile, in.dout, p.head_dim, part, lane_index, queries, B);
+              load_row_values(lse, delta, in.lse, in.delta, part, lane_index, queries, B);
               std::array<CFragment, flash::kScoreTiles> s, dp;  // S^T = K Q^T and dP^T = V dO^T
               two_products(k_a, q_tile, v_a, dout_tile, D, s, dp);
               const flash::ChunkMask mask =
@@ -129,6 +133,7 @@ void key_pass(const BackwardProblem& problem, const LayoutPart& part, const Head
                                D / 16, dk.data());
               }
             }
+            entry += pieces;
           }
           add_rows(dk, scale, keys_held, k_first + w * flash::kWarpRows, part, lane_index, p.head_dim, in.dk);
           add_rows(dv, 1.0f, keys_held, k_first + w * flash::kWarpRows, part, lane_index, p.head_dim, in.dv);
@@ -154,22 +159,24 @@ void query_pass(const BackwardProblem& problem, const LayoutPart& part, const He
             static_cast<int>(std::min<int64_t>({flash::kTileRows, B - tile_row, length - q_first}));
         load_tile(q_tile, in.q, p.head_dim, part, lane_index, q_first, q_rows);
         load_tile(dout_tile, in.dout, p.head_dim, part, lane_index, q_first, q_rows);
-        load_row_values(lse, delta, in.lse, in.delta, part, lane_index, q_first, q_rows);
+        load_row_values(lse, delta, in.lse, in.delta, part, lane_index, flash::ListChunk{nullptr, 1, q_first, q_rows},
+                        B);
         for (int w = 0; w < flash::kWarps; ++w) {
           const int rows_held = std::clamp(q_rows - w * flash::kWarpRows, 0, flash::kWarpRows);
           if (rows_held == 0) continue;
           const std::vector<AFragment> q_a = row_operands(q_tile, w * flash::kWarpRows, D);
           const std::vector<AFragment> dout_a = row_operands(dout_tile, w * flash::kWarpRows, D);
           std::vector<CFragment> dq(static_cast<size_t>(D / mma::kN));
-          for (int64_t entry = part.row_begin[qb]; entry < part.row_begin[qb + 1]; ++entry) {
-            const int64_t kb = part.row_key[entry];
+          const int64_t list_end = part.row_begin[qb + 1];
+          for (int64_t entry = part.row_begin[qb]; entry < list_end;) {
+            const int pieces = flash::gathered_entries(part.row_mask.data() + entry, list_end - entry, B);
             const int32_t mask_index = part.row_mask[entry];
             for (int chunk = 0; chunk < B; chunk += kChunk) {
-              const int64_t k_first = kb * B + chunk;
-              if (k_first >= length) break;
-              const int k_rows = static_cast<int>(std::min<int64_t>({kChunk, B - chunk, length - k_first}));
-              load_tile(k_tile, in.k, p.head_dim, part, lane_index, k_first, k_rows);
-              load_tile(v_tile, in.v, p.head_dim, part, lane_index, k_first, k_rows);
+              const flash::ListChunk keys = flash::list_chunk(part.row_key.data() + entry, pieces, B, chunk, length);
+              if (keys.rows == 0) break;
+              const int k_rows = keys.rows;
+              load_chunk(k_tile, in.k, p.head_dim, part, lane_index, keys, B);
+              load_chunk(v_tile, in.v, p.head_dim, part, lane_index, keys, B);
               std::array<CFragment, flash::kScoreTiles> s, dp;  // S = Q K^T and dP = dO V^T
               two_products(q_a, k_tile, dout_a, v_tile, D, s, dp);
               const flash::ChunkMask mask =
@@ -182,6 +189,7 @@ void query_pass(const BackwardProblem& problem, const LayoutPart& part, const He
                                D / 16, dq.data());
               }
             }
+            entry += pieces;
           }
           add_rows(dq, scale, rows_held, q_first + w * flash::kWarpRows, part, lane_index, p.head_dim, in.dq);
         }

@@ -130,6 +130,15 @@ void load_tile(SharedTile& tile, const float* head, int64_t head_dim, const Layo
   }
 }
 
+void load_chunk(SharedTile& tile, const float* head, int64_t head_dim, const LayoutPart& part, int64_t lane,
+                const flash::ListChunk& chunk, int block) {
+  std::fill(tile.values.begin(), tile.values.end(), 0.0f);
+  for (int r = 0; r < chunk.rows; ++r) {
+    const float* src = head + part.position(lane, chunk.position(block, r)) * head_dim;
+    for (int64_t d = 0; d < head_dim; ++d) tile.at(r, static_cast<int>(d)) = src[d];
+  }
+}
+
 std::vector<AFragment> row_operands(const SharedTile& tile, int row0, int padded_dim) {
   std::vector<AFragment> out;
   for (int step = 0; step < padded_dim / mma::kK; ++step) {
@@ -203,16 +212,17 @@ void tensor_core_forward(const ForwardProblem& p, std::vector<float>& out, std::
                 warp.o.assign(static_cast<size_t>(D / mma::kN), CFragment{});
                 warp.q = row_operands(q_tile, w * flash::kWarpRows, D);
               }
-              for (int64_t entry = part.row_begin[qb]; entry < part.row_begin[qb + 1]; ++entry) {
-                const int64_t kb = part.row_key[entry];
+              const int64_t list_end = part.row_begin[qb + 1];
+              for (int64_t entry = part.row_begin[qb]; entry < list_end;) {
+                const int pieces = flash::gathered_entries(part.row_mask.data() + entry, list_end - entry, B);
                 const int32_t mask_index = part.row_mask[entry];
                 for (int chunk = 0; chunk < B; chunk += flash::kChunkKeys) {
-                  const int64_t k_first = kb * B + chunk;
-                  if (k_first >= length) break;
-                  const int k_rows =
-                      static_cast<int>(std::min<int64_t>({flash::kChunkKeys, B - chunk, length - k_first}));
-                  load_tile(k_tile, k, p.head_dim, part, lane_index, k_first, k_rows);
-                  load_tile(v_tile, v, p.head_dim, part, lane_index, k_first, k_rows);
+                  const flash::ListChunk keys =
+                      flash::list_chunk(part.row_key.data() + entry, pieces, B, chunk, length);
+                  if (keys.rows == 0) break;
+                  const int k_rows = keys.rows;
+                  load_chunk(k_tile, k, p.head_dim, part, lane_index, keys, B);
+                  load_chunk(v_tile, v, p.head_dim, part, lane_index, keys, B);
                   for (int w = 0; w < flash::kWarps; ++w) {
                     WarpState& warp = warps[static_cast<size_t>(w)];
                     if (warp.rows_held == 0) continue;
@@ -225,6 +235,7 @@ void tensor_core_forward(const ForwardProblem& p, std::vector<float>& out, std::
                     accumulate_output(warp, s, v_tile, D, p.dtype);
                   }
                 }
+                entry += pieces;
               }
               for (int w = 0; w < flash::kWarps; ++w) {
                 if (warps[static_cast<size_t>(w)].rows_held == 0) continue;

@@ -139,6 +139,10 @@ void tensor_core_backward(const BackwardProblem& problem, std::vector<float>& dq
 // 16-bit tile, zero elsewhere (the kernels' load_tile).
 void load_tile(SharedTile& tile, const float* head, int64_t head_dim, const stx::kernels::LayoutPart& part,
                int64_t lane, int64_t first, int rows);
+// A chunk of the walk over a block list (flash::list_chunk: a slice of one block, or whole blocks gathered)
+// into a tile, zero elsewhere (the kernels' load_chunk16).
+void load_chunk(SharedTile& tile, const float* head, int64_t head_dim, const stx::kernels::LayoutPart& part,
+                int64_t lane, const flash::ListChunk& chunk, int block);
 // The A operands of a warp's 16 rows from `row0` of a tile, one per 16 head dims (ldmatrix with
 // q_operand_address: queries for Q and dO, keys for K and V).
 std::vector<AFragment> row_operands(const SharedTile& tile, int row0, int padded_dim);

@@ -221,6 +221,13 @@ std::vector<ModelCase> model_cases() {
     cases.push_back({113, 32, 1, 2, Pattern::dense, 0, 0, Combination::merged, 0, 64, dtype});
     cases.push_back({300, 128, 1, 1, Pattern::strided, 24, 0, Combination::merged, 0, 64, dtype});
     cases.push_back({113, 20, 1, 2, Pattern::fixed, 16, 4, Combination::interleaved, 1, 16, dtype});
+    // Blocks narrower than a chunk whose lists hold runs of full blocks, gathered into chunks (flash_tile.h):
+    // four to a chunk, a run cut by the diagonal; the fixed summaries at B = c (the benchmark's l = 128,
+    // c = 32), one block of each row of l; the strided band; and a lane that ends inside a block.
+    cases.push_back({113, 32, 1, 2, Pattern::dense, 0, 0, Combination::merged, 0, 16, dtype});
+    cases.push_back({300, 64, 1, 2, Pattern::fixed, 64, 16, Combination::merged, 0, 16, dtype});
+    cases.push_back({1000, 64, 1, 2, Pattern::fixed, 128, 32, Combination::merged, 0, 32, dtype});
+    cases.push_back({200, 48, 1, 2, Pattern::strided, 64, 0, Combination::merged, 0, 32, dtype});
   }
   return cases;
 }

@@ -1,8 +1,8 @@
 // The block-sparse backward on tensor cores (float16 and bfloat16, sm_80 and later, head dims up to 64): the
 // scalar backward's two passes (backward_cuda.cu: its Delta kernel, its launches per part and its finish(),
 // so dK, dV and dQ stay deterministic), with every product on mma.m16n8k16 as in FlashAttention-2.
-//   key pass    a thread block per 64 keys, a warp per 16; per 64-query chunk of each query block that visits
-//               the key block: S^T = K Q^T and dP^T = V dO^T, then P^T and dS^T per lane, dV += P^T dO and
+//   key pass    a thread block per 64 keys, a warp per 16; per 64-query chunk of the query blocks that visit
+//               the key block (a slice of one, or full blocks narrower than 64 gathered: flash_tile.h): S^T = K Q^T and dP^T = V dO^T, then P^T and dS^T per lane, dV += P^T dO and
 //               dK += dS^T Q with P^T and dS^T taken from the accumulators as A operands.
 //   query pass  a thread block per 64 queries: S = Q K^T, dP = dO V^T, dQ += dS K.
 // The per-lane step (flash::probabilities_and_dscores) and the fragment maps are the ones the CPU suite runs
@@ -26,11 +26,12 @@ constexpr size_t tc_backward_shared_bytes() {
 // lse and Delta of a chunk's rows into shared memory: -inf and 0 past them.
 __device__ __forceinline__ void load_row_values(float* lse, float* delta, const float* lse_head,
                                                 const float* delta_head, int64_t lane, int64_t step,
-                                                int64_t first, int rows) {
+                                                const fl::ListChunk& rows, int block) {
   for (int r = threadIdx.x; r < kChunk; r += kThreads) {
-    const int64_t position = lane + (first + r) * step;
-    lse[r] = r < rows ? lse_head[position] : -INFINITY;
-    delta[r] = r < rows ? delta_head[position] : 0.0f;
+    const bool held = r < rows.rows;
+    const int64_t position = held ? lane + rows.position(block, r) * step : 0;
+    lse[r] = held ? lse_head[position] : -INFINITY;
+    delta[r] = held ? delta_head[position] : 0.0f;
   }
 }
 
@@ -92,19 +93,18 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
   zero(dv);
 
   const int64_t list_end = part.col_begin[item.block + 1];
-  for (int64_t entry = part.col_begin[item.block]; entry < list_end; ++entry) {
-    const int64_t qb = part.col_query[entry];
+  for (int64_t entry = part.col_begin[item.block]; entry < list_end;) {
+    const int pieces = fl::gathered_entries(part.col_mask + entry, list_end - entry, B);
     const int32_t mask_index = part.col_mask[entry];
     for (int chunk = 0; chunk < B; chunk += kChunk) {
-      const int64_t q_first = qb * B + chunk;
-      if (q_first >= length) break;
-      const int q_rows = chunk_rows(B - chunk, length - q_first);
+      const fl::ListChunk queries = fl::list_chunk(part.col_query + entry, pieces, B, chunk, length);
+      if (queries.rows == 0) break;
+      const int q_rows = queries.rows;
       __syncthreads();  // every warp is done with the previous chunk
-      load_tile16<T, D, kChunk>(q_tile, q, a.q_stride.seq, lane, step, q_first, q_rows, a.dim,
-                                a.vector_loads);
-      load_tile16<T, D, kChunk>(dout_tile, dout, a.dout_stride.seq, lane, step, q_first, q_rows, a.dim,
-                                a.vector_loads);
-      load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step, q_first, q_rows);
+      load_chunk16<T, D, kChunk>(q_tile, q, a.q_stride.seq, lane, step, queries, B, a.dim, a.vector_loads);
+      load_chunk16<T, D, kChunk>(dout_tile, dout, a.dout_stride.seq, lane, step, queries, B, a.dim,
+                                 a.vector_loads);
+      load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step, queries, B);
       __syncthreads();
       if (keys_held == 0) continue;  // warp-uniform
       float s[fl::kScoreTiles][4], dp[fl::kScoreTiles][4];
@@ -118,6 +118,7 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
       accumulate_from_scores<T, D>(dv, s, dout_tile);  // dV += P^T dO
       accumulate_from_scores<T, D>(dk, dp, q_tile);    // dK += dS^T Q
     }
+    entry += pieces;
   }
   if (keys_held == 0) return;
   const int64_t first_key = k_first + warp * fl::kWarpRows;
@@ -158,7 +159,8 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
                                    step, q_first, q_rows, a.dim, a.vector_loads);
   load_tile16<T, D, fl::kTileRows>(dout_tile, head_rows(a.dout, a.dout_stride, batch, item.head),
                                    a.dout_stride.seq, lane, step, q_first, q_rows, a.dim, a.vector_loads);
-  load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step, q_first, q_rows);
+  load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step,
+                  fl::ListChunk{nullptr, 1, q_first, q_rows}, B);
   __syncthreads();
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
   const int rows_held = max(0, min(fl::kWarpRows, q_rows - warp * fl::kWarpRows));
@@ -169,18 +171,16 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
   zero(dq);
 
   const int64_t list_end = part.row_begin[item.block + 1];
-  for (int64_t entry = part.row_begin[item.block]; entry < list_end; ++entry) {
-    const int64_t kb = part.row_key[entry];
+  for (int64_t entry = part.row_begin[item.block]; entry < list_end;) {
+    const int pieces = fl::gathered_entries(part.row_mask + entry, list_end - entry, B);
     const int32_t mask_index = part.row_mask[entry];
     for (int chunk = 0; chunk < B; chunk += kChunk) {
-      const int64_t k_first = kb * B + chunk;
-      if (k_first >= length) break;
-      const int k_rows = chunk_rows(B - chunk, length - k_first);
+      const fl::ListChunk keys = fl::list_chunk(part.row_key + entry, pieces, B, chunk, length);
+      if (keys.rows == 0) break;
+      const int k_rows = keys.rows;
       __syncthreads();
-      load_tile16<T, D, kChunk>(k_tile, k, a.k_stride.seq, lane, step, k_first, k_rows, a.dim,
-                                a.vector_loads);
-      load_tile16<T, D, kChunk>(v_tile, v, a.v_stride.seq, lane, step, k_first, k_rows, a.dim,
-                                a.vector_loads);
+      load_chunk16<T, D, kChunk>(k_tile, k, a.k_stride.seq, lane, step, keys, B, a.dim, a.vector_loads);
+      load_chunk16<T, D, kChunk>(v_tile, v, a.v_stride.seq, lane, step, keys, B, a.dim, a.vector_loads);
       __syncthreads();
       if (rows_held == 0) continue;
       float s[fl::kScoreTiles][4], dp[fl::kScoreTiles][4];
@@ -194,6 +194,7 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
                                            delta + warp * fl::kWarpRows);
       accumulate_from_scores<T, D>(dq, dp, k_tile);  // dQ += dS K
     }
+    entry += pieces;
   }
   if (rows_held == 0) return;
   finish_rows<T, D>(dq, a.scale, rows_held, q_first + warp * fl::kWarpRows, lane, step, a.dim, item.flags,

@@ -59,6 +59,59 @@ STX_HOST_DEVICE bool attends(const ChunkMask& m, int row, int key) {
   return (m.mask[r * m.mask_words + (c >> 6)] >> (c & 63)) & 1u;
 }
 
+// ---- the walk over a block list, a chunk at a time ------------------------------------------------------
+// A chunk is what one step of the walk loads: up to kChunkKeys positions (keys; queries in the key pass).
+// Blocks of kChunkKeys positions or more are walked a slice at a time. Narrower blocks that the layout marks
+// full are gathered, up to kChunkKeys / B consecutive entries of the list to a chunk, so that their products
+// run on whole chunks (the fixed pattern's summary columns: with B = c = 32 two rows' summaries fill one). A
+// partial block keeps a chunk of its own, so that a chunk has at most one mask.
+
+// How many list entries the chunk that starts at an entry gathers: masks points at that entry's mask index
+// (-1: full) and entries_left counts it and those after it in the list.
+STX_HOST_DEVICE int gathered_entries(const int32_t* masks, int64_t entries_left, int block) {
+  if (block >= kChunkKeys || masks[0] >= 0) return 1;
+  const int most = kChunkKeys / block;
+  int entries = 1;
+  while (entries < most && entries < entries_left && masks[entries] < 0) ++entries;
+  return entries;
+}
+
+// Position of row r of a gathered chunk whose blocks are blocks[0 .. pieces): r's block's start plus r's place.
+STX_HOST_DEVICE int64_t gathered_position(const int32_t* blocks, int block, int r) {
+  return int64_t{blocks[r / block]} * block + r % block;
+}
+
+// Positions of a chunk that hold data: at most kChunkKeys, no further than the block's or the lane's end.
+STX_HOST_DEVICE int chunk_rows(int to_block_end, int64_t to_lane_end) {
+  const int most = kChunkKeys < to_block_end ? kChunkKeys : to_block_end;
+  return static_cast<int>(to_lane_end < most ? to_lane_end : most);
+}
+
+// One chunk of the walk: the list's block indices from its first entry, the entries it gathers, its first
+// position (a slice of one block) and the positions that hold data.
+struct ListChunk {
+  const int32_t* blocks;
+  int pieces;
+  int64_t first;
+  int rows;
+
+  STX_HOST_DEVICE int64_t position(int block, int r) const {
+    return pieces > 1 ? gathered_position(blocks, block, r) : first + r;
+  }
+};
+
+// The chunk that starts `slice` positions into the block of blocks[0] (a slice of a wide block), or gathers
+// `pieces` entries; rows 0 when it starts at or past the lane's `length`.
+STX_HOST_DEVICE ListChunk list_chunk(const int32_t* blocks, int pieces, int block, int slice,
+                                     int64_t length) {
+  ListChunk c{blocks, pieces, int64_t{blocks[0]} * block + slice, 0};
+  if (c.first >= length) return c;
+  // Gathered blocks are full, and the layout marks a block full only when all its B x B pairs are attended
+  // (layout.cpp), so none reaches past the lane's end.
+  c.rows = pieces > 1 ? pieces * block : chunk_rows(block - slice, length - c.first);
+  return c;
+}
+
 // A lane's running softmax state for its two rows (g and g + 8): the max so far, and the lane's own part of
 // the sum (the quad adds its four parts once, at the end).
 struct RowState {

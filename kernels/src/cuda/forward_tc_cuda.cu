@@ -1,10 +1,11 @@
 // The block-sparse forward on tensor cores (float16 and bfloat16, sm_80 and later, head dims up to 128):
 // flash attention over our layouts. One thread block per (work item, batch, 64-row query tile), as the
 // scalar forward (forward_cuda.cu) and with its launches per part and its merge through the log-sum-exp;
-// four warps of 16 query rows each. Per 64-key chunk of each listed key block a warp computes S = Q K^T
-// with mma.m16n8k16 (Q in registers for the whole walk, K through ldmatrix), masks only the blocks the
-// layout marks partial, runs the online softmax in registers, and accumulates O += P V with P taken
-// straight from S's accumulators (V through ldmatrix .trans). The fragment maps and every per-lane step
+// four warps of 16 query rows each. Per 64-key chunk of the listed key blocks (a slice of one block, or
+// full blocks narrower than 64 gathered: flash_tile.h's walk) a warp computes S = Q K^T with mma.m16n8k16
+// (Q in registers for the whole walk, K through ldmatrix), masks only the blocks the layout marks partial,
+// runs the online softmax in registers, and accumulates O += P V with P taken straight from S's
+// accumulators (V through ldmatrix .trans). The fragment maps and every per-lane step
 // are in mma_fragments.h and flash_tile.h, which the CPU suite runs through its model of a warp.
 #include "cuda/attention_args.cuh"
 #include "cuda/flash_tile.h"
@@ -52,18 +53,18 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
   fl::RowState state;
 
   const int64_t list_end = part.row_begin[item.block + 1];
-  for (int64_t entry = part.row_begin[item.block]; entry < list_end; ++entry) {
-    const int64_t kb = part.row_key[entry];
+  for (int64_t entry = part.row_begin[item.block]; entry < list_end;) {
+    const int pieces = fl::gathered_entries(part.row_mask + entry, list_end - entry, B);
     const int32_t mask_index = part.row_mask[entry];
     for (int chunk = 0; chunk < B; chunk += fl::kChunkKeys) {
-      const int64_t k_first = kb * B + chunk;
-      if (k_first >= length) break;
-      const int k_rows = chunk_rows(B - chunk, length - k_first);
+      const fl::ListChunk keys = fl::list_chunk(part.row_key + entry, pieces, B, chunk, length);
+      if (keys.rows == 0) break;
+      const int k_rows = keys.rows;
       __syncthreads();  // every warp is done with the previous chunk's k_tile and v_tile
-      load_tile16<T, D, fl::kChunkKeys>(k_tile, k, a.k_stride.seq, view_lane, step, k_first, k_rows, a.dim,
-                                        a.vector_loads);
-      load_tile16<T, D, fl::kChunkKeys>(v_tile, v, a.v_stride.seq, view_lane, step, k_first, k_rows, a.dim,
-                                        a.vector_loads);
+      load_chunk16<T, D, fl::kChunkKeys>(k_tile, k, a.k_stride.seq, view_lane, step, keys, B, a.dim,
+                                         a.vector_loads);
+      load_chunk16<T, D, fl::kChunkKeys>(v_tile, v, a.v_stride.seq, view_lane, step, keys, B, a.dim,
+                                         a.vector_loads);
       __syncthreads();
       if (rows_held == 0) continue;  // warp-uniform: this warp's rows are past the tile's end
 
@@ -84,6 +85,7 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
 
       accumulate_from_scores<T, D>(o, s, v_tile);  // O += P V
     }
+    entry += pieces;
   }
   if (rows_held == 0) return;
 

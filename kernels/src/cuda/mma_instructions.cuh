@@ -68,17 +68,17 @@ __device__ __forceinline__ uint32_t pack(float low, float high) {
 
 // ---- tiles in shared memory: 16-bit values at mma::tile_pitch, copied 16 bytes at a time -----------------
 
-// Rows [first, first + rows) of a lane into a tile of ROWS x pitch 16-bit values; zeros elsewhere (missing
-// rows and dims past `dim`), so that the padding adds nothing to a dot product.
-template <class T, int D, int ROWS>
-__device__ void load_tile16(uint16_t* tile, const T* head, int64_t seq_stride, int64_t lane, int64_t step,
-                            int64_t first, int rows, int dim, bool vector_loads) {
+// Rows 0 .. rows - 1 of a tile of ROWS x pitch 16-bit values from positions position_of(r) of a lane; zeros
+// elsewhere (missing rows and dims past `dim`), so that the padding adds nothing to a dot product.
+template <class T, int D, int ROWS, class PositionOf>
+__device__ void load_rows16(uint16_t* tile, const T* head, int64_t seq_stride, int64_t lane, int64_t step,
+                            int rows, int dim, bool vector_loads, PositionOf position_of) {
   constexpr int P = mma::tile_pitch(D), CHUNKS = D / mma::kChunkValues;
   for (int e = threadIdx.x; e < ROWS * CHUNKS; e += kThreads) {
     const int r = e / CHUNKS, c = (e % CHUNKS) * mma::kChunkValues;
     uint4 value = make_uint4(0, 0, 0, 0);
     if (r < rows) {
-      const T* src = head + (lane + (first + r) * step) * seq_stride + c;
+      const T* src = head + (lane + position_of(r) * step) * seq_stride + c;
       if (vector_loads && c < dim) {
         value = *reinterpret_cast<const uint4*>(src);
       } else {
@@ -89,6 +89,33 @@ __device__ void load_tile16(uint16_t* tile, const T* head, int64_t seq_stride, i
       }
     }
     *reinterpret_cast<uint4*>(tile + r * P + c) = value;
+  }
+}
+
+// Rows [first, first + rows) of a lane.
+template <class T, int D, int ROWS>
+__device__ void load_tile16(uint16_t* tile, const T* head, int64_t seq_stride, int64_t lane, int64_t step,
+                            int64_t first, int rows, int dim, bool vector_loads) {
+  load_rows16<T, D, ROWS>(tile, head, seq_stride, lane, step, rows, dim, vector_loads,
+                          [first](int r) { return first + r; });
+}
+
+// A chunk's rows from the whole blocks blocks[0 ..] of B positions each (flash::gathered_position).
+template <class T, int D, int ROWS>
+__device__ void load_gathered16(uint16_t* tile, const T* head, int64_t seq_stride, int64_t lane, int64_t step,
+                                const int32_t* blocks, int block, int rows, int dim, bool vector_loads) {
+  load_rows16<T, D, ROWS>(tile, head, seq_stride, lane, step, rows, dim, vector_loads,
+                          [=](int r) { return flash::gathered_position(blocks, block, r); });
+}
+
+// A chunk's positions of a lane into a tile of ROWS rows.
+template <class T, int D, int ROWS>
+__device__ void load_chunk16(uint16_t* tile, const T* head, int64_t seq_stride, int64_t lane, int64_t step,
+                             const flash::ListChunk& c, int block, int dim, bool vector_loads) {
+  if (c.pieces > 1) {
+    load_gathered16<T, D, ROWS>(tile, head, seq_stride, lane, step, c.blocks, block, c.rows, dim, vector_loads);
+  } else {
+    load_tile16<T, D, ROWS>(tile, head, seq_stride, lane, step, c.first, c.rows, dim, vector_loads);
   }
 }
 
@@ -112,11 +139,6 @@ void dispatch_tensor_core(DType dtype, int64_t head_dim, F&& f) {
   }
 }
 
-// Rows of a 64-row chunk that hold data: at most 64, no further than the block's or the lane's end.
-__device__ __forceinline__ int chunk_rows(int to_block_end, int64_t to_lane_end) {
-  return static_cast<int>(min(int64_t{min(flash::kChunkKeys, to_block_end)}, to_lane_end));
-}
-
 // One thread block's tile of a work item (blockIdx.x: the item, .y: the batch element, .z: which 64-row tile
 // of the item's block): where its rows start in the view's lane and how many hold data.
 struct TileWork {
@@ -138,7 +160,7 @@ __device__ __forceinline__ TileWork tile_work(const WorkItem* items, const Devic
   w.length = lane_length(n, w.lane, w.step);
   w.offset = blockIdx.z * flash::kTileRows;
   w.first = int64_t{w.item.block} * w.part.block + w.offset;
-  w.rows = w.first >= w.length ? 0 : chunk_rows(w.part.block - w.offset, w.length - w.first);
+  w.rows = w.first >= w.length ? 0 : flash::chunk_rows(w.part.block - w.offset, w.length - w.first);
   return w;
 }
 
