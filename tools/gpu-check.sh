@@ -399,6 +399,10 @@ stage_sample() {
       rates+=("$kind x$n: $(grep -o '[0-9.]* tok/s' "$log" | tail -1)")
     done
   done
+  # Automatic's measured choice for one audio sample, and the reason it prints.
+  within $((stage_cap / 5)) "$stx" sample audio --model audio --seed 1 --seconds 1 --device auto --force \
+    --out "$scratch/gpu-sample-auto.wav" || rc=1
+  rates+=("audio x1 auto: $(grep -o 'device: .*' "$log" | tail -1)")
   note="${rates[*]}"
   return $rc
 }
@@ -469,7 +473,7 @@ run_stage build-torch 330 stage_build_torch
 if [ "$train_only" = 0 ]; then
   run_stage model-tests 60 stage_model_tests
   run_stage train-parity 90 stage_train
-  run_stage sample 45 stage_sample
+  run_stage sample 60 stage_sample
   run_stage bench-attention 60 stage_bench
   run_stage bench-sample 75 stage_bench_sample
 fi

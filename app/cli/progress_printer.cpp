@@ -127,6 +127,9 @@ void ProgressPrinter::operator()(const stx::engine::Event& event) {
                          static_cast<unsigned long long>(e.seed), static_cast<long long>(e.count),
                          e.count == 1 ? "" : "s", static_cast<long long>(e.length),
                          static_cast<long long>(e.prompt_bytes));
+            if (!e.device_reason.empty()) {
+              std::fprintf(stderr, "device: %s (%s)\n", e.device.c_str(), e.device_reason.c_str());
+            }
           }
         } else if constexpr (std::is_same_v<T, SampleProgress>) {
           if (!quiet_) draw(e);

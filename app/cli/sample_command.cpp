@@ -41,7 +41,8 @@ void add_common(CLI::App& c, SampleCommandOptions& o, const char* out_help) {
                "forward pass's attention to float rounding)")
       ->check(CLI::IsMember({"float16", "float32"}))
       ->capture_default_str();
-  c.add_option("--device", o.device, "where to generate: cpu, cuda, or auto (the CPU, faster for generation)")
+  c.add_option("--device", o.device,
+               "where to generate: cpu, cuda, or auto (the faster of the two, measured; the CPU without a GPU)")
       ->capture_default_str();
   c.add_flag("--force", o.force, "replace existing output files");
   c.add_flag("--quiet", o.quiet, "print only errors and the result");
@@ -211,6 +212,9 @@ engine::SampleResult generate(const SampleCommandOptions& o, engine::ModelBundle
         if (stream_text && !o.quiet) {
           if (const auto* s = std::get_if<engine::SampleStarted>(&e)) {
             std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(s->seed));
+            if (!s->device_reason.empty()) {
+              std::fprintf(stderr, "device: %s (%s)\n", s->device.c_str(), s->device_reason.c_str());
+            }
           }
         }
         printer(e);

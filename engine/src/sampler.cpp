@@ -10,6 +10,7 @@
 
 #include "stx/engine/device.h"
 #include "stx/engine/error.h"
+#include "stx/engine/generation_device.h"
 #include "stx/engine/tensor_sampler.h"
 #include "stx/models/token_decoder.h"
 #include "torch_device.h"
@@ -141,9 +142,11 @@ class SamplingRun {
     check_request(model->config(), request);
     result_.seed = request.seed ? *request.seed
                                 : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-    const DeviceKind device = resolve_generation_device(request.device);
+    const GenerationDevice chosen = choose_generation_device(model, request);
+    const DeviceKind device = chosen.kind;
     result_.device = device_description(device);
-    emit(SampleStarted{result_.seed, count_, prompt_, length_, result_.device});
+    result_.device_reason = chosen.reason;
+    emit(SampleStarted{result_.seed, count_, prompt_, length_, result_.device, result_.device_reason});
     // IncrementalDecoder on the CPU, TorchDecoder on CUDA (token_decoder.h).
     decoder_ = models::make_decoder(model, count_, length_,
                                     request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32,

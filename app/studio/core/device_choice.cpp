@@ -33,6 +33,11 @@ DeviceChoice device_choice(const QString& device) {
 
 QString describe_device(const QString& device, Job job) {
   const DeviceChoice choice = device_choice(device);
+  // Automatic generation with a GPU present is measured by the first run (engine/generation_device.h), whose
+  // SampleStarted then names the device and the rates.
+  if (job == Job::generation && choice == DeviceChoice::automatic && cuda_status().available) {
+    return QObject::tr("CPU or %1, the faster (measured when generating)").arg(cuda_status().description);
+  }
   try {  // the engine's rule for each job (engine/device.h), so that what is shown is where it runs
     const stx::engine::DeviceKind kind = job == Job::generation ? stx::engine::resolve_generation_device(choice)
                                                                 : stx::engine::resolve_training_device(choice);

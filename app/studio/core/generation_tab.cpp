@@ -27,6 +27,9 @@ GenerationTab::GenerationTab(const QString& kind, StudioContext* context, QWidge
   connect(worker, &EngineWorker::failed, this, &GenerationTab::onFailed);
   connect(worker, &EngineWorker::sampleStarted, this, [this](const stx::engine::SampleStarted& started) {
     device_ = QString::fromStdString(started.device);
+    if (!started.device_reason.empty()) {
+      device_ += QStringLiteral(" (%1)").arg(QString::fromStdString(started.device_reason));
+    }
     showStatus();
   });
   connect(worker, &EngineWorker::sampleProgress, this, [this](const stx::engine::SampleProgress& progress) {

@@ -28,10 +28,10 @@ std::string cuda_unavailable_reason();
 // "device") for cuda with no device, saying to use the cpu.
 DeviceKind resolve_training_device(DeviceChoice asked);
 
-// Where generation runs for `asked`: as resolve_training_device, except that automatic is the CPU. Generating
-// is one step per byte, and a step of our CUDA decoder is some sixty small kernel launches whatever the batch:
-// on an H100 it decoded one audio sample at 688 samples/s and four at 3,260, where the CPU decoder runs one at
-// about 9,000 on two cores (docs/benchmarks.md, "On a GPU"). cuda still runs there when asked.
+// Where generation runs for `asked`, before a model is at hand: as resolve_training_device, except that
+// automatic is the CPU. With the model, Automatic measures both devices instead (choose_generation_device in
+// generation_device.h): a step of our CUDA decoder is dozens of small kernel launches whatever the batch, so
+// which is faster depends on the model, the batch and the machine (docs/benchmarks.md, "On a GPU").
 DeviceKind resolve_generation_device(DeviceChoice asked);
 
 // The GPU a process trains on among `device_count` (at least 1): data-parallel rank r takes GPU r mod count,

@@ -51,6 +51,7 @@ struct SampleStarted {
   int64_t prompt_bytes = 0;   // bytes every sample starts with
   int64_t length = 0;         // total bytes per sample, prompt included
   std::string device;         // where it runs, for people: "CPU", "CUDA: <device name>"
+  std::string device_reason;  // why, when Automatic chose it (generation_device.h); else empty
 };
 
 // Sampling made progress (throttled: a few times a second at most).
