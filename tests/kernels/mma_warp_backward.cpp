@@ -59,6 +59,20 @@ void two_products(const std::vector<AFragment>& rows_a, const SharedTile& cols_a
   }
 }
 
+// Per lane: P in place of S alone (the dV launch of the key pass at head dim 128).
+template <bool KEYS_AS_ROWS>
+void p_only(std::array<CFragment, flash::kScoreTiles>& s, const flash::ChunkMask& mask, float scale,
+            const float* lse) {
+  for (int lane = 0; lane < kLanes; ++lane) {
+    float lane_s[flash::kScoreTiles][mma::kCValues];
+    for (int t = 0; t < flash::kScoreTiles; ++t)
+      for (int i = 0; i < mma::kCValues; ++i) lane_s[t][i] = s[static_cast<size_t>(t)][lane][i];
+    flash::probabilities<KEYS_AS_ROWS>(lane_s, lane, mask, scale, lse);
+    for (int t = 0; t < flash::kScoreTiles; ++t)
+      for (int i = 0; i < mma::kCValues; ++i) s[static_cast<size_t>(t)][lane][i] = lane_s[t][i];
+  }
+}
+
 // Per lane: P and dS in place of S and dP (the kernels' own step).
 template <bool KEYS_AS_ROWS>
 void p_and_ds(std::array<CFragment, flash::kScoreTiles>& s, std::array<CFragment, flash::kScoreTiles>& dp,
@@ -86,7 +100,12 @@ struct HeadInputs {
   float *dq, *dk, *dv;
 };
 
-void key_pass(const BackwardProblem& problem, const LayoutPart& part, const HeadInputs& in, float scale) {
+// Which gradients a key-pass launch accumulates: both up to head dim 64, at 128 one launch each (the kernels'
+// KeyGrads), the dV launch taking P alone.
+constexpr int kDv = 1, kDk = 2;
+
+void key_pass(const BackwardProblem& problem, const LayoutPart& part, const HeadInputs& in, float scale,
+              int grads) {
   const ForwardProblem& p = problem.forward;
   const int D = p.padded_dim, pitch = mma::tile_pitch(D), B = static_cast<int>(part.block);
   SharedTile k_tile(flash::kTileRows, pitch), v_tile(flash::kTileRows, pitch), q_tile(kChunk, pitch),
@@ -125,18 +144,30 @@ void key_pass(const BackwardProblem& problem, const LayoutPart& part, const Head
               const flash::ChunkMask mask =
                   flash::chunk_mask(mask_index < 0 ? nullptr : part.mask(mask_index), part.mask_words, chunk,
                                     tile_col + w * flash::kWarpRows, q_rows, keys_held);
-              p_and_ds<true>(s, dp, mask, scale, lse.data(), delta.data());
+              if (grads & kDk) {
+                p_and_ds<true>(s, dp, mask, scale, lse.data(), delta.data());
+              } else {
+                p_only<true>(s, mask, scale, lse.data());
+              }
               for (int step = 0; step < kChunk / mma::kK; ++step) {  // dV += P^T dO, dK += dS^T Q
-                multiply_pairs(accumulators_as_a(s.data(), step, p.dtype), dout_tile, true, step * mma::kK,
-                               D / 16, dv.data());
-                multiply_pairs(accumulators_as_a(dp.data(), step, p.dtype), q_tile, true, step * mma::kK,
-                               D / 16, dk.data());
+                if (grads & kDv) {
+                  multiply_pairs(accumulators_as_a(s.data(), step, p.dtype), dout_tile, true, step * mma::kK,
+                                 D / 16, dv.data());
+                }
+                if (grads & kDk) {
+                  multiply_pairs(accumulators_as_a(dp.data(), step, p.dtype), q_tile, true, step * mma::kK,
+                                 D / 16, dk.data());
+                }
               }
             }
             entry += pieces;
           }
-          add_rows(dk, scale, keys_held, k_first + w * flash::kWarpRows, part, lane_index, p.head_dim, in.dk);
-          add_rows(dv, 1.0f, keys_held, k_first + w * flash::kWarpRows, part, lane_index, p.head_dim, in.dv);
+          if (grads & kDk) {
+            add_rows(dk, scale, keys_held, k_first + w * flash::kWarpRows, part, lane_index, p.head_dim, in.dk);
+          }
+          if (grads & kDv) {
+            add_rows(dv, 1.0f, keys_held, k_first + w * flash::kWarpRows, part, lane_index, p.head_dim, in.dv);
+          }
         }
       }
     }
@@ -221,7 +252,12 @@ void tensor_core_backward(const BackwardProblem& problem, std::vector<float>& dq
                           dq.data() + offset,
                           dk.data() + offset,
                           dv.data() + offset};
-      for (const LayoutPart& part : p.layout->head(h).parts) key_pass(problem, part, in, scale);
+      if (p.padded_dim <= 64) {
+        for (const LayoutPart& part : p.layout->head(h).parts) key_pass(problem, part, in, scale, kDv | kDk);
+      } else {  // the dV launch over every part, then the dK launch
+        for (const LayoutPart& part : p.layout->head(h).parts) key_pass(problem, part, in, scale, kDv);
+        for (const LayoutPart& part : p.layout->head(h).parts) key_pass(problem, part, in, scale, kDk);
+      }
       for (const LayoutPart& part : p.layout->head(h).parts) query_pass(problem, part, in, scale);
     }
   }

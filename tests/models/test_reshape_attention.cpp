@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ struct RouteCase {
   HeadPattern pattern;
   int64_t n;
 };
+
+void PrintTo(const RouteCase& c, std::ostream* os) { *os << c.name; }
 
 class ReshapeRoute : public ::testing::TestWithParam<RouteCase> {};
 

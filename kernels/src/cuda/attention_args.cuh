@@ -145,7 +145,7 @@ __device__ __forceinline__ void finish(float value, int32_t flags, float* partia
 }
 
 // The tensor-core passes (backward_tc_cuda.cu): whether they take these params (tensor_cores_usable and
-// head_dim <= 64), and both passes, after the Delta kernel.
+// head_dim <= 128), and both passes, after the Delta kernel.
 bool tensor_core_backward_applies(const BackwardParams& p);
 void backward_tc_cuda(const BackwardParams& p, const DeviceLayout& layout, const float* delta,
                       const BackwardScratch& scratch);

@@ -1,4 +1,4 @@
-// The block-sparse backward on tensor cores (float16 and bfloat16, sm_80 and later, head dims up to 64): the
+// The block-sparse backward on tensor cores (float16 and bfloat16, sm_80 and later, head dims up to 128): the
 // scalar backward's two passes (backward_cuda.cu: its Delta kernel, its launches per part and its finish(),
 // so dK, dV and dQ stay deterministic), with every product on mma.m16n8k16 as in FlashAttention-2.
 //   key pass    a thread block per 64 keys, a warp per 16; per 64-query chunk of the query blocks that visit
@@ -16,6 +16,17 @@ namespace {
 
 namespace fl = stx::kernels::flash;
 constexpr int kChunk = fl::kChunkKeys;
+// Up to 64 head dims a warp holds its rows' A operands for the whole walk; at 128 the accumulators (dK and dV:
+// 128 floats a lane) leave no room, and the operands are read from the tile again at each k-step.
+template <int D>
+constexpr bool kHoldOperands = D <= 64;
+
+// Which gradients a key-pass launch accumulates: dK and dV together up to head dim 64; at 128 one launch each,
+// as both accumulators with S^T and dP^T would need more registers than a thread has (ptxas spilled 64
+// bytes). The dV launch computes S^T and P^T alone; the cost is S^T computed twice.
+enum KeyGrads : int { kDv = 1, kDk = 2, kBoth = 3 };
+template <int D>
+constexpr int kKeyLaunches = D <= 64 ? 1 : 2;
 
 template <int D>
 constexpr size_t tc_backward_shared_bytes() {
@@ -56,10 +67,11 @@ __device__ __forceinline__ void finish_rows(const float (&acc)[D / 8][4], float 
   }
 }
 
-template <class T, int D>
+template <class T, int D, int GRADS>
 __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int P = mma::tile_pitch(D);
+  constexpr bool want_dk = GRADS & kDk, want_dv = GRADS & kDv;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   uint16_t* k_tile = reinterpret_cast<uint16_t*>(shared_bytes);   // [64 keys][P]
   uint16_t* v_tile = k_tile + fl::kTileRows * P;                  // [64 keys][P]
@@ -85,10 +97,8 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
   __syncthreads();
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
   const int keys_held = max(0, min(fl::kWarpRows, k_rows - warp * fl::kWarpRows));
-  uint32_t k_a[D / 16][4], v_a[D / 16][4];
-  row_operands<D>(k_a, k_tile, warp * fl::kWarpRows);
-  row_operands<D>(v_a, v_tile, warp * fl::kWarpRows);
-  float dk[D / 8][4], dv[D / 8][4];
+  const RowOperands<D, kHoldOperands<D>> k_a(k_tile, warp * fl::kWarpRows), v_a(v_tile, warp * fl::kWarpRows);
+  float dk[want_dk ? D / 8 : 1][4], dv[want_dv ? D / 8 : 1][4];
   zero(dk);
   zero(dv);
 
@@ -107,27 +117,35 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
       load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step, queries, B);
       __syncthreads();
       if (keys_held == 0) continue;  // warp-uniform
-      float s[fl::kScoreTiles][4], dp[fl::kScoreTiles][4];
+      float s[fl::kScoreTiles][4], dp[want_dk ? fl::kScoreTiles : 1][4];
       zero(s);
       zero(dp);
-      chunk_product<T, D>(s, k_a, q_tile);      // S^T = K Q^T
-      chunk_product<T, D>(dp, v_a, dout_tile);  // dP^T = V dO^T
+      k_a.template product<T>(s, q_tile);  // S^T = K Q^T
       const fl::ChunkMask mask = fl::chunk_mask(block_mask(part, mask_index), part.mask_words, chunk,
                                                 tile_col + warp * fl::kWarpRows, q_rows, keys_held);
-      fl::probabilities_and_dscores<true>(s, dp, me, mask, a.scale, lse, delta);
-      accumulate_from_scores<T, D>(dv, s, dout_tile);  // dV += P^T dO
-      accumulate_from_scores<T, D>(dk, dp, q_tile);    // dK += dS^T Q
+      if constexpr (want_dk) {
+        v_a.template product<T>(dp, dout_tile);  // dP^T = V dO^T
+        fl::probabilities_and_dscores<true>(s, dp, me, mask, a.scale, lse, delta);
+      } else {
+        fl::probabilities<true>(s, me, mask, a.scale, lse);
+      }
+      if constexpr (want_dv) accumulate_from_scores<T, D>(dv, s, dout_tile);  // dV += P^T dO
+      if constexpr (want_dk) accumulate_from_scores<T, D>(dk, dp, q_tile);    // dK += dS^T Q
     }
     entry += pieces;
   }
   if (keys_held == 0) return;
   const int64_t first_key = k_first + warp * fl::kWarpRows;
-  finish_rows<T, D>(dk, a.scale, keys_held, first_key, lane, step, a.dim, item.flags,
-                    head_rows(a.partial_a, a.partial_a_stride, batch, item.head), a.partial_a_stride,
-                    head_rows(a.grad_a, a.grad_a_stride, batch, item.head), a.grad_a_stride);
-  finish_rows<T, D>(dv, 1.0f, keys_held, first_key, lane, step, a.dim, item.flags,
-                    head_rows(a.partial_b, a.partial_b_stride, batch, item.head), a.partial_b_stride,
-                    head_rows(a.grad_b, a.grad_b_stride, batch, item.head), a.grad_b_stride);
+  if constexpr (want_dk) {
+    finish_rows<T, D>(dk, a.scale, keys_held, first_key, lane, step, a.dim, item.flags,
+                      head_rows(a.partial_a, a.partial_a_stride, batch, item.head), a.partial_a_stride,
+                      head_rows(a.grad_a, a.grad_a_stride, batch, item.head), a.grad_a_stride);
+  }
+  if constexpr (want_dv) {
+    finish_rows<T, D>(dv, 1.0f, keys_held, first_key, lane, step, a.dim, item.flags,
+                      head_rows(a.partial_b, a.partial_b_stride, batch, item.head), a.partial_b_stride,
+                      head_rows(a.grad_b, a.grad_b_stride, batch, item.head), a.grad_b_stride);
+  }
 #elif defined(__CUDA_ARCH__)
   __trap();  // built without sm_80 code (tensor_cores_usable refuses such a build): fail loudly, never silently
 #endif
@@ -164,9 +182,8 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
   __syncthreads();
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
   const int rows_held = max(0, min(fl::kWarpRows, q_rows - warp * fl::kWarpRows));
-  uint32_t q_a[D / 16][4], dout_a[D / 16][4];
-  row_operands<D>(q_a, q_tile, warp * fl::kWarpRows);
-  row_operands<D>(dout_a, dout_tile, warp * fl::kWarpRows);
+  const RowOperands<D, kHoldOperands<D>> q_a(q_tile, warp * fl::kWarpRows),
+      dout_a(dout_tile, warp * fl::kWarpRows);
   float dq[D / 8][4];
   zero(dq);
 
@@ -186,8 +203,8 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
       float s[fl::kScoreTiles][4], dp[fl::kScoreTiles][4];
       zero(s);
       zero(dp);
-      chunk_product<T, D>(s, q_a, k_tile);      // S = Q K^T
-      chunk_product<T, D>(dp, dout_a, v_tile);  // dP = dO V^T
+      q_a.template product<T>(s, k_tile);      // S = Q K^T
+      dout_a.template product<T>(dp, v_tile);  // dP = dO V^T
       const fl::ChunkMask mask = fl::chunk_mask(block_mask(part, mask_index), part.mask_words,
                                                 tile_row + warp * fl::kWarpRows, chunk, rows_held, k_rows);
       fl::probabilities_and_dscores<false>(s, dp, me, mask, a.scale, lse + warp * fl::kWarpRows,
@@ -211,7 +228,12 @@ void launch_tc_passes(BackwardArgs<T> a, const BackwardParams& p, const DeviceLa
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
   constexpr size_t shared = tc_backward_shared_bytes<D>();
   set_key_pass(a, p, scratch);
-  launch_slots(key_tc_kernel<T, D>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
+  if constexpr (kKeyLaunches<D> == 1) {
+    launch_slots(key_tc_kernel<T, D, kBoth>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
+  } else {
+    launch_slots(key_tc_kernel<T, D, kDv>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
+    launch_slots(key_tc_kernel<T, D, kDk>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
+  }
   set_query_pass(a, p, scratch);
   launch_slots(query_tc_kernel<T, D>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
 }
@@ -219,12 +241,12 @@ void launch_tc_passes(BackwardArgs<T> a, const BackwardParams& p, const DeviceLa
 }  // namespace
 
 bool tensor_core_backward_applies(const BackwardParams& p) {
-  return p.head_dim <= 64 && tensor_cores_usable(p.dtype);
+  return p.head_dim <= 128 && tensor_cores_usable(p.dtype);
 }
 
 void backward_tc_cuda(const BackwardParams& p, const DeviceLayout& layout, const float* delta,
                       const BackwardScratch& scratch) {
-  dispatch_tensor_core<64>(p.dtype, p.head_dim, [&](auto type, auto dim) {
+  dispatch_tensor_core<128>(p.dtype, p.head_dim, [&](auto type, auto dim) {
     using T = typename decltype(type)::type;
     launch_tc_passes<T, decltype(dim)::value>(backward_args<T>(p, layout, delta), p, layout, scratch);
   });

@@ -199,6 +199,18 @@ namespace stx::kernels::flash {
 // pair is not attended or its query attends nothing (lse = -inf). The query pass holds S (a warp's 16 queries
 // by the chunk's keys), the key pass S^T (a warp's 16 keys by the chunk's queries: KEYS_AS_ROWS). lse and
 // delta are indexed by query, counted as the mask counts its rows (ChunkMask: rows are queries).
+// One cell's probability, and the query it belongs to (its lse and delta index).
+template <bool KEYS_AS_ROWS>
+STX_HOST_DEVICE float probability_of(float score, int lane, int tile, int i, const ChunkMask& m, float scale,
+                                     const float* lse, int& query) {
+  const mma::Cell cell = mma::c_cell(lane, i);
+  const int across = tile * mma::kN + cell.col;
+  query = KEYS_AS_ROWS ? across : cell.row;
+  const int key = KEYS_AS_ROWS ? cell.row : across;
+  if (!attends(m, query, key) || lse[query] == kMinusInfinity) return 0.0f;
+  return exp_of(score * scale - lse[query]);
+}
+
 template <bool KEYS_AS_ROWS>
 STX_HOST_DEVICE void probabilities_and_dscores(float (&s)[kScoreTiles][mma::kCValues],
                                                float (&dp)[kScoreTiles][mma::kCValues], int lane,
@@ -208,13 +220,24 @@ STX_HOST_DEVICE void probabilities_and_dscores(float (&s)[kScoreTiles][mma::kCVa
   for (int tile = 0; tile < kScoreTiles; ++tile) {
     STX_UNROLL
     for (int i = 0; i < mma::kCValues; ++i) {
-      const mma::Cell cell = mma::c_cell(lane, i);
-      const int across = tile * mma::kN + cell.col;
-      const int query = KEYS_AS_ROWS ? across : cell.row, key = KEYS_AS_ROWS ? cell.row : across;
-      float p = 0.0f;
-      if (attends(m, query, key) && lse[query] != kMinusInfinity) p = exp_of(s[tile][i] * scale - lse[query]);
+      int query = 0;
+      const float p = probability_of<KEYS_AS_ROWS>(s[tile][i], lane, tile, i, m, scale, lse, query);
       s[tile][i] = p;
       dp[tile][i] = p * (dp[tile][i] - delta[query]);
+    }
+  }
+}
+
+// P alone, where only dV is wanted (the key pass's dV launch at head dim 128).
+template <bool KEYS_AS_ROWS>
+STX_HOST_DEVICE void probabilities(float (&s)[kScoreTiles][mma::kCValues], int lane, const ChunkMask& m,
+                                   float scale, const float* lse) {
+  STX_UNROLL
+  for (int tile = 0; tile < kScoreTiles; ++tile) {
+    STX_UNROLL
+    for (int i = 0; i < mma::kCValues; ++i) {
+      int query = 0;
+      s[tile][i] = probability_of<KEYS_AS_ROWS>(s[tile][i], lane, tile, i, m, scale, lse, query);
     }
   }
 }

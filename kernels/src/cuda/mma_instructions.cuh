@@ -194,24 +194,75 @@ __device__ __forceinline__ void row_operands(uint32_t (&a)[D / 16][4], const uin
 }
 
 // acc += A B^T over the 8 accumulator tiles of a chunk: B^T's rows are the tile's 64 rows (non-transposed
-// ldmatrix), one k-step per 16 head dims. S from K, dP from V (and their transposes from Q, dO).
-template <class T, int D>
-__device__ __forceinline__ void chunk_product(float (&acc)[flash::kScoreTiles][4],
-                                              const uint32_t (&a)[D / 16][4], const uint16_t* tile) {
+// ldmatrix), one k-step per 16 head dims, whose A operand a_at(s, a) gives. S from K, dP from V (and their
+// transposes from Q, dO).
+template <class T, int D, class AOperand>
+__device__ __forceinline__ void chunk_product_with(float (&acc)[flash::kScoreTiles][4], AOperand a_at,
+                                                   const uint16_t* tile) {
   constexpr int P = mma::tile_pitch(D);
   const int me = threadIdx.x % 32;
 #pragma unroll
   for (int s = 0; s < D / 16; ++s) {
+    uint32_t a[4];
+    a_at(s, a);
 #pragma unroll
     for (int pair = 0; pair < flash::kScoreTiles / 2; ++pair) {
       uint32_t b[4];
       const mma::Cell at = mma::k_operand_address(me, pair * 16, s * mma::kK);
       ldmatrix_x4(b, tile + at.row * P + at.col);
-      mma_16816<T>(acc[2 * pair], a[s], b[0], b[1]);
-      mma_16816<T>(acc[2 * pair + 1], a[s], b[2], b[3]);
+      mma_16816<T>(acc[2 * pair], a, b[0], b[1]);
+      mma_16816<T>(acc[2 * pair + 1], a, b[2], b[3]);
     }
   }
 }
+
+// With the A operands held in registers for the whole walk (row_operands).
+template <class T, int D>
+__device__ __forceinline__ void chunk_product(float (&acc)[flash::kScoreTiles][4],
+                                              const uint32_t (&a)[D / 16][4], const uint16_t* tile) {
+  chunk_product_with<T, D>(
+      acc,
+      [&](int s, uint32_t(&out)[4]) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) out[j] = a[s][j];
+      },
+      tile);
+}
+
+// A warp's A operands for its 16 rows of a tile, from `row0`: held in registers for the whole walk (HOLD), or
+// read from the tile again at each k-step (ldmatrix, a few cycles), for head dims whose accumulators leave no
+// registers to hold them (the backward's key pass at D = 128: dK and dV alone are 128 floats a lane).
+template <int D, bool HOLD>
+struct RowOperands;
+
+template <int D>
+struct RowOperands<D, true> {
+  uint32_t a[D / 16][4];
+  __device__ __forceinline__ RowOperands(const uint16_t* tile, int row0) { row_operands<D>(a, tile, row0); }
+  template <class T>
+  __device__ __forceinline__ void product(float (&acc)[flash::kScoreTiles][4], const uint16_t* tile) const {
+    chunk_product<T, D>(acc, a, tile);
+  }
+};
+
+template <int D>
+struct RowOperands<D, false> {
+  const uint16_t* a_tile;
+  int row0;
+  __device__ __forceinline__ RowOperands(const uint16_t* tile, int row) : a_tile(tile), row0(row) {}
+  template <class T>
+  __device__ __forceinline__ void product(float (&acc)[flash::kScoreTiles][4], const uint16_t* tile) const {
+    constexpr int P = mma::tile_pitch(D);
+    const int me = threadIdx.x % 32;
+    chunk_product_with<T, D>(
+        acc,
+        [&](int s, uint32_t(&out)[4]) {
+          const mma::Cell at = mma::q_operand_address(me, row0, s * mma::kK);
+          ldmatrix_x4(out, a_tile + at.row * P + at.col);
+        },
+        tile);
+  }
+};
 
 // acc += X Y where X (16 x 64) is in score accumulators and Y (64 x D) in a tile (.trans ldmatrix): P V's shape.
 template <class T, int D>
