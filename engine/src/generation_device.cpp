@@ -70,8 +70,7 @@ GenerationDevice measure(models::SparseTransformer& model, const SampleRequest& 
     return choose_faster(candidates, kWarmupSteps, kTimedSteps, request.count);
   } catch (const c10::Error& e) {  // out of device memory, say: generation stays on the CPU
     const std::string what = e.what_without_backtrace();
-    return {DeviceKind::cpu,
-            "automatic: the CPU, as CUDA failed its probe (" + what.substr(0, what.find('\n')) + ")"};
+    return {DeviceKind::cpu, "automatic, as CUDA failed its probe: " + what.substr(0, what.find('\n'))};
   }
 }
 
@@ -95,14 +94,14 @@ GenerationDevice choose_faster(const std::vector<ProbeCandidate>& candidates, in
     rates += (rates.empty() ? "" : " vs ") + grouped(rate);
     kinds += (kinds.empty() ? "" : " vs ") + std::string(kind_name(c.kind));
   }
-  best.reason = std::string("automatic: ") + kind_name(best.kind) + ", measured " + rates + " bytes/s (" +
-                kinds + ", " + std::to_string(batch) + (batch == 1 ? " sample)" : " samples)");
+  best.reason = "automatic, measured " + rates + " bytes/s (" + kinds + ", " + std::to_string(batch) +
+                (batch == 1 ? " sample)" : " samples)");
   return best;
 }
 
 GenerationDevice choose_generation_device(models::SparseTransformer& model, const SampleRequest& request) {
   if (request.device != DeviceChoice::automatic) return {resolve_generation_device(request.device), ""};
-  if (!cuda_available()) return {DeviceKind::cpu, "automatic: the CPU, as " + cuda_unavailable_reason()};
+  if (!cuda_available()) return {DeviceKind::cpu, "automatic, as " + cuda_unavailable_reason()};
   static std::mutex mutex;
   static std::map<std::tuple<const void*, int64_t, bool>, GenerationDevice> remembered;
   const std::lock_guard<std::mutex> lock(mutex);

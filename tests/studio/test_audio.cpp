@@ -430,6 +430,45 @@ class AudioTabTest : public QObject {
     QCOMPARE(stx::studio::frames_needed_to_play(0, second, 10), second);  // never more than the sample
   }
 
+  void liveCheckedPlaysWhatOutrunsRealTimeAsItIsGenerated() {
+    QVERIFY(!stx::studio::generation_outpaces_playback(13000));  // real time, but not with the margin
+    QVERIFY(stx::studio::generation_outpaces_playback(14000));
+    WaveformView view;
+    PlaybackBar bar(&view);
+    AudioPlayer& player = *bar.player();
+    if (!player.available()) QSKIP(qPrintable("no audio device: " + player.unavailableReason()));
+    QVERIFY(bar.liveBox()->isChecked());  // on unless the user turns it off
+    const qint64 total = 24000;  // 2 s
+    const std::string clip(static_cast<size_t>(total), static_cast<char>(200));
+    const auto run = [&](double rate) {
+      view.reset(1, {}, total);
+      bar.setGenerating(true);
+      view.appendBytes(0, 0, clip.substr(0, 6000));
+      bar.appendBytes(0, clip.substr(0, 6000));
+      bar.setGenerationRate(rate, total);
+    };
+    // Slower than real time: nothing plays by itself, and the note says why.
+    run(6000);
+    QVERIFY(!player.isPlaying() && !bar.buffering());
+    QVERIFY2(bar.note()->text().contains("real time"), qPrintable(bar.note()->text()));
+    bar.setGenerating(false);
+    QVERIFY(bar.note()->text().isEmpty());
+    // Two and a half times real time: it plays from the start with no Play pressed.
+    run(30000);
+    QVERIFY(player.isPlaying());
+    QCOMPARE(player.position() <= qint64(6000), true);
+    // Stop is kept: the next rate update does not start it again.
+    bar.stopButton()->click();
+    bar.setGenerationRate(30000, total);
+    QVERIFY(!player.isPlaying() && !bar.buffering());
+    bar.setGenerating(false);
+    // Unchecked, a fast run is not played by itself.
+    bar.liveBox()->setChecked(false);
+    run(30000);
+    QVERIFY(!player.isPlaying() && !bar.buffering());
+    bar.setGenerating(false);
+  }
+
   void playWaitsUntilItCanPlayThroughAndBuffersAgainWhenCaughtUp() {
     WaveformView view;
     PlaybackBar bar(&view);

@@ -1,5 +1,6 @@
 #include "audio/playback_bar.h"
 
+#include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
@@ -36,6 +37,8 @@ qint64 frames_needed_to_play(qint64 from, qint64 total, double rate) {
   return std::min(needed, total);
 }
 
+bool generation_outpaces_playback(double rate) { return rate / kRateMargin >= stx::engine::kSampleRate; }
+
 PlaybackBar::PlaybackBar(WaveformView* view, QWidget* parent) : QWidget(parent), view_(view) {
   player_ = new AudioPlayer(this);
   // Media icons tell these apart from the job's Stop.
@@ -43,12 +46,18 @@ PlaybackBar::PlaybackBar(WaveformView* view, QWidget* parent) : QWidget(parent),
   play_->setToolTip(tr("Play the selected sample from the cursor (also while it is being generated)"));
   stop_ = new QPushButton(style()->standardIcon(QStyle::SP_MediaStop), tr("Stop"));
   stop_->setToolTip(tr("Stop playback"));
+  live_ = new QCheckBox(tr("Live"));
+  live_->setChecked(true);
+  live_->setToolTip(
+      tr("Play the selected sample as it is generated, when generation runs faster than real time (12,000 "
+         "samples a second, a GPU); slower generation is played after the fact"));
   time_ = new QLabel;
   time_->setMinimumWidth(110);
   note_ = new QLabel;
   note_->setWordWrap(true);
   note_->setForegroundRole(QPalette::PlaceholderText);
   if (!player_->available()) {
+    live_->setEnabled(false);
     play_->setToolTip(tr("Playback unavailable: %1").arg(player_->unavailableReason()));
     note_->setText(tr("No playback: %1").arg(player_->unavailableReason()));
   }
@@ -56,6 +65,7 @@ PlaybackBar::PlaybackBar(WaveformView* view, QWidget* parent) : QWidget(parent),
   row->setContentsMargins(0, 0, 0, 0);
   row->addWidget(play_);
   row->addWidget(stop_);
+  row->addWidget(live_);
   row->addWidget(time_);
   row->addWidget(note_, 1);
 
@@ -133,6 +143,7 @@ void PlaybackBar::startWhenBuffered() {
 }
 
 void PlaybackBar::stop() {
+  liveTried_ = true;  // a Stop during a run is not undone by Live
   if (buffering_) {
     buffering_ = false;
     note_->clear();
@@ -145,11 +156,16 @@ void PlaybackBar::setGenerating(bool generating) {
   generating_ = generating;
   if (generating) {
     stop();  // the lanes start over
+    liveTried_ = false;
     rate_ = 0;
     total_ = 0;
   } else {
     player_->setComplete(true);
-    if (buffering_) startPlaying(bufferFrom_);  // everything is there now
+    if (buffering_) {
+      startPlaying(bufferFrom_);  // everything is there now
+    } else if (player_->available() && !player_->isPlaying()) {
+      note_->clear();  // Live's note about the pace is over
+    }
   }
   refresh();
 }
@@ -159,6 +175,26 @@ void PlaybackBar::setGenerationRate(double framesPerSecond, qint64 totalFrames) 
   rate_ = std::max(0.0, framesPerSecond);
   total_ = totalFrames;
   if (buffering_ && firstRate) startWhenBuffered();  // was waiting for a rate
+  playLiveIfFastEnough();
+}
+
+void PlaybackBar::playLiveIfFastEnough() {
+  if (!generating_ || liveTried_ || !live_->isChecked() || !player_->available() || buffering_ ||
+      player_->isPlaying() || rate_ <= 0 || total_ <= 0) {
+    return;
+  }
+  if (!generation_outpaces_playback(rate_)) {
+    note_->setText(tr("Live playback needs generation faster than real time (now %1x): Play plays it once it "
+                      "can play through")
+                       .arg(QLocale().toString(rate_ / stx::engine::kSampleRate, 'f', 2)));
+    return;
+  }
+  liveTried_ = true;
+  lane_ = std::max(0, view_->selectedLane());
+  bufferFrom_ = 0;
+  atLeast_ = 0;
+  buffering_ = true;
+  startWhenBuffered();
 }
 
 void PlaybackBar::appendBytes(int lane, const std::string& bytes) {

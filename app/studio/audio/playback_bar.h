@@ -7,12 +7,17 @@
 // second of sound, then silence while the player waits. So, like a streaming player, Play waits until
 // enough has arrived to play through to the end without a gap at the measured rate ("Buffering..."), and
 // if playback still catches up (the rate fell), it pauses and buffers again from where it was.
+//
+// With "Live" checked (the default), a generation that runs faster than real time (a GPU) is heard as it is
+// made: once its pace is known, the selected sample starts playing from its beginning with a quarter second
+// of lead, the waveform and the sound together. Slower generation is played after the fact, or by Play.
 #pragma once
 
 #include <QWidget>
 #include <QtGlobal>
 #include <string>
 
+class QCheckBox;
 class QLabel;
 class QPushButton;
 
@@ -25,6 +30,10 @@ class WaveformView;
 // 12 kHz never catches up with generation, which adds `rate` frames a second until `total` frames exist.
 // A margin covers a rate that dips: the rate is taken 15% lower, and a quarter second more is kept ahead.
 qint64 frames_needed_to_play(qint64 from, qint64 total, double rate);
+
+// Whether generation at `rate` frames a second, with the same margin, stays ahead of playback from the start:
+// what Live playback waits for.
+bool generation_outpaces_playback(double rate);
 
 class PlaybackBar : public QWidget {
   Q_OBJECT
@@ -50,6 +59,7 @@ class PlaybackBar : public QWidget {
   QPushButton* playButton() const { return play_; }
   QPushButton* stopButton() const { return stop_; }
   QLabel* note() const { return note_; }
+  QCheckBox* liveBox() const { return live_; }
 
  signals:
   void failed(const QString& message);
@@ -60,6 +70,8 @@ class PlaybackBar : public QWidget {
   void startWhenBuffered();
   void startPlaying(qint64 from);
   void bufferAgainIfCaughtUp();
+  // Live playback: starts the selected sample once generation's pace outruns playback, once a run.
+  void playLiveIfFastEnough();
 
   WaveformView* view_;
   AudioPlayer* player_;
@@ -67,7 +79,9 @@ class PlaybackBar : public QWidget {
   QPushButton* stop_;
   QLabel* time_;
   QLabel* note_;
+  QCheckBox* live_;
   bool generating_ = false;
+  bool liveTried_ = false;  // this run's live start was made (or stopped by the user)
   int lane_ = -1;  // the lane playing, or waiting to
   bool buffering_ = false;
   qint64 bufferFrom_ = 0;

@@ -2,7 +2,7 @@
 //
 //   stx::engine::GenerationDevice d = stx::engine::choose_generation_device(model, request);
 //   // d.kind: DeviceKind::cpu or cuda; d.reason: "" when asked by name, else for example
-//   // "automatic: CUDA, measured A vs B bytes/s (CPU vs CUDA, 1 sample)" with A and B the two rates
+//   // "automatic, measured A vs B bytes/s (CPU vs CUDA, 1 sample)" with A and B the two rates
 //
 // Automatic on a machine without a usable CUDA device is the CPU, saying why. With one, it times a few
 // decoding steps of this model at this batch on each device, as the sampler runs them (the CPU decoder; on
