@@ -10,14 +10,15 @@
 #   3. meanwhile the prebuilt torch-free CUDA kernel tests (third_party/prebuilt, from tools/gpu-carry.sh) run,
 #      then compute-sanitizer memcheck and racecheck on a few: the first results within a minute of the start
 #      (without a usable prebuilt binary the kernel tests are built first, in the same background build);
-#   4. when the build is done: the model's CUDA tests, training parity (CUDA's first-step loss equals the
-#      CPU's, and the loss falls; bf16, fp16, data-parallel), CUDA sampling;
-#   5. the attention benchmark against LibTorch's dense attention;
-#   6. every second left: tools/gpu-train-home.sh trains the bundled models (audio, text, image) on the
+#   4. when the build is done: the attention benchmark (ours against LibTorch's dense attention and the reshape
+#      route), the model's CUDA tests, the generation benchmark (CPU and GPU decoders), CUDA sampling (with
+#      Automatic's choice), training parity (CUDA's first-step loss equals the CPU's, and the loss falls;
+#      bf16, fp16, data-parallel);
+#   5. every second left: tools/gpu-train-home.sh trains the bundled models (audio, text, image) on the
 #      carried corpora, evaluates them and writes fp16 exports with their records under OUT_DIR/home, which
 #      tools/gpu-import.sh installs here where they beat the bundled models.
 # --train-only (a second call on the same machine, or a fresh one given the first's exports by
-# `tools/gpu-carry.sh --return`): the build (a no-op when warm) and stage 6 only; the training resumes. A first
+# `tools/gpu-carry.sh --return`): the build (a no-op when warm) and stage 5 only; the training resumes. A first
 # call spends about 5 of its 9 minutes on the build and the checks, so most of a session's training is the
 # second call's.
 #
@@ -471,11 +472,13 @@ if [ "$train_only" = 0 ]; then
 fi
 run_stage build-torch 330 stage_build_torch
 if [ "$train_only" = 0 ]; then
+  # The attention benchmark first (issues 43 and 44: the figures these minutes are for), then the model's
+  # CUDA tests, generation's benchmark and runs, and training parity.
+  run_stage bench-attention 75 stage_bench
   run_stage model-tests 60 stage_model_tests
-  run_stage train-parity 90 stage_train
-  run_stage sample 60 stage_sample
-  run_stage bench-attention 60 stage_bench
   run_stage bench-sample 75 stage_bench_sample
+  run_stage sample 60 stage_sample
+  run_stage train-parity 90 stage_train
 fi
 run_stage home-training 100000 stage_home_training
 say "finished in $(($(date +%s) - started)) s; summary in $summary"

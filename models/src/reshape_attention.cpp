@@ -83,8 +83,8 @@ Part fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
     }
     return efficient_attention(q, k, v, causal, bias);
   }
-  std::optional<at::Tensor> mask;
-  if (bias.defined()) mask = bias.to(q.scalar_type());
+  std::optional<at::Tensor> mask;  // as [B, H, L, S], the shape every LibTorch release's CPU kernel takes
+  if (bias.defined()) mask = bias.to(q.scalar_type()).expand({q.size(0), q.size(1), q.size(2), k.size(2)});
   auto result = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, /*dropout_p=*/0.0, causal, mask);
   return {std::get<0>(result), std::get<1>(result).reshape({q.size(0), q.size(1), q.size(2)})};
 #else

@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
                                    step, k_first, k_rows, a.dim, a.vector_loads);
   load_tile16<T, D, fl::kTileRows>(v_tile, head_rows(a.v, a.v_stride, batch, item.head), a.v_stride.seq, lane,
                                    step, k_first, k_rows, a.dim, a.vector_loads);
-  __syncthreads();
+  tiles_loaded();
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
   const int keys_held = max(0, min(fl::kWarpRows, k_rows - warp * fl::kWarpRows));
   const RowOperands<D, kHoldOperands<D>> k_a(k_tile, warp * fl::kWarpRows), v_a(v_tile, warp * fl::kWarpRows);
@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
       load_chunk16<T, D, kChunk>(dout_tile, dout, a.dout_stride.seq, lane, step, queries, B, a.dim,
                                  a.vector_loads);
       load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step, queries, B);
-      __syncthreads();
+      tiles_loaded();
       if (keys_held == 0) continue;  // warp-uniform
       float s[fl::kScoreTiles][4], dp[want_dk ? fl::kScoreTiles : 1][4];
       zero(s);
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
                                    a.dout_stride.seq, lane, step, q_first, q_rows, a.dim, a.vector_loads);
   load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step,
                   fl::ListChunk{nullptr, 1, q_first, q_rows}, B);
-  __syncthreads();
+  tiles_loaded();
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
   const int rows_held = max(0, min(fl::kWarpRows, q_rows - warp * fl::kWarpRows));
   const RowOperands<D, kHoldOperands<D>> q_a(q_tile, warp * fl::kWarpRows),
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
       __syncthreads();
       load_chunk16<T, D, kChunk>(k_tile, k, a.k_stride.seq, lane, step, keys, B, a.dim, a.vector_loads);
       load_chunk16<T, D, kChunk>(v_tile, v, a.v_stride.seq, lane, step, keys, B, a.dim, a.vector_loads);
-      __syncthreads();
+      tiles_loaded();
       if (rows_held == 0) continue;
       float s[fl::kScoreTiles][4], dp[fl::kScoreTiles][4];
       zero(s);

@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
   const T* v = head_rows(a.v, a.v_stride, w.batch, w.item.head);
   load_tile16<T, D, fl::kTileRows>(q_tile, head_rows(a.q, a.q_stride, w.batch, w.item.head), a.q_stride.seq,
                                    view_lane, step, q_first, q_rows, a.dim, a.vector_loads);
-  __syncthreads();
+  tiles_loaded();
 
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
   const int rows_held = max(0, min(fl::kWarpRows, q_rows - warp * fl::kWarpRows));
@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
                                          a.vector_loads);
       load_chunk16<T, D, fl::kChunkKeys>(v_tile, v, a.v_stride.seq, view_lane, step, keys, B, a.dim,
                                          a.vector_loads);
-      __syncthreads();
+      tiles_loaded();
       if (rows_held == 0) continue;  // warp-uniform: this warp's rows are past the tile's end
 
       float s[fl::kScoreTiles][mma::kCValues];

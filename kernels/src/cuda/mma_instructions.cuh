@@ -34,6 +34,21 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
                : "r"(shared_address(row)));
 }
 
+// 16 bytes from global to shared memory without passing through registers (both 16-byte aligned); complete
+// only after cp_async_wait_all().
+__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)), "l"(global)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// After a thread block's tile loads: this thread's copies landed, then every thread's.
+__device__ __forceinline__ void tiles_loaded() {
+  cp_async_wait_all();
+  __syncthreads();
+}
+
 // c += a b for one m16n8k16 with fp32 accumulators.
 template <class T>
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -69,7 +84,8 @@ __device__ __forceinline__ uint32_t pack(float low, float high) {
 // ---- tiles in shared memory: 16-bit values at mma::tile_pitch, copied 16 bytes at a time -----------------
 
 // Rows 0 .. rows - 1 of a tile of ROWS x pitch 16-bit values from positions position_of(r) of a lane; zeros
-// elsewhere (missing rows and dims past `dim`), so that the padding adds nothing to a dot product.
+// elsewhere (missing rows and dims past `dim`), so that the padding adds nothing to a dot product. Aligned
+// rows (vector_loads) are copied with cp.async: the tile holds them once tiles_loaded() has run.
 template <class T, int D, int ROWS, class PositionOf>
 __device__ void load_rows16(uint16_t* tile, const T* head, int64_t seq_stride, int64_t lane, int64_t step,
                             int rows, int dim, bool vector_loads, PositionOf position_of) {
@@ -80,13 +96,13 @@ __device__ void load_rows16(uint16_t* tile, const T* head, int64_t seq_stride, i
     if (r < rows) {
       const T* src = head + (lane + position_of(r) * step) * seq_stride + c;
       if (vector_loads && c < dim) {
-        value = *reinterpret_cast<const uint4*>(src);
-      } else {
-        T values[mma::kChunkValues];
-#pragma unroll
-        for (int j = 0; j < mma::kChunkValues; ++j) values[j] = c + j < dim ? src[j] : T(0.0f);
-        memcpy(&value, values, sizeof(value));
+        cp_async_16(tile + r * P + c, src);
+        continue;
       }
+      T values[mma::kChunkValues];
+#pragma unroll
+      for (int j = 0; j < mma::kChunkValues; ++j) values[j] = c + j < dim ? src[j] : T(0.0f);
+      memcpy(&value, values, sizeof(value));
     }
     *reinterpret_cast<uint4*>(tile + r * P + c) = value;
   }
