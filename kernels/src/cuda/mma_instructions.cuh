@@ -129,7 +129,8 @@ template <class T, int D, int ROWS>
 __device__ void load_chunk16(uint16_t* tile, const T* head, int64_t seq_stride, int64_t lane, int64_t step,
                              const flash::ListChunk& c, int block, int dim, bool vector_loads) {
   if (c.pieces > 1) {
-    load_gathered16<T, D, ROWS>(tile, head, seq_stride, lane, step, c.blocks, block, c.rows, dim, vector_loads);
+    load_gathered16<T, D, ROWS>(tile, head, seq_stride, lane, step, c.blocks, block, c.rows, dim,
+                                vector_loads);
   } else {
     load_tile16<T, D, ROWS>(tile, head, seq_stride, lane, step, c.first, c.rows, dim, vector_loads);
   }
