@@ -108,20 +108,22 @@ void key_pass(const BackwardProblem& problem, const LayoutPart& part, const Head
               int grads) {
   const ForwardProblem& p = problem.forward;
   const int D = p.padded_dim, pitch = mma::tile_pitch(D), B = static_cast<int>(part.block);
+  // The kernels' thread block: tile_warps(B) warps of 16 rows (two for blocks narrower than 64).
+  const int warps_per_tile = flash::tile_warps(B), tile = warps_per_tile * flash::kWarpRows;
   SharedTile k_tile(flash::kTileRows, pitch), v_tile(flash::kTileRows, pitch), q_tile(kChunk, pitch),
       dout_tile(kChunk, pitch);
   std::vector<float> lse, delta;
   for (int64_t lane_index = 0; lane_index < part.lanes; ++lane_index) {
     const int64_t length = part.lane_length(lane_index, p.n);
     for (int64_t kb = 0; kb < part.num_blocks; ++kb) {
-      for (int tile_col = 0; tile_col < B; tile_col += flash::kTileRows) {
+      for (int tile_col = 0; tile_col < B; tile_col += tile) {
         const int64_t k_first = kb * B + tile_col;
         if (k_first >= length) break;
         const int k_rows =
-            static_cast<int>(std::min<int64_t>({flash::kTileRows, B - tile_col, length - k_first}));
+            static_cast<int>(std::min<int64_t>({tile, B - tile_col, length - k_first}));
         load_tile(k_tile, in.k, p.head_dim, part, lane_index, k_first, k_rows);
         load_tile(v_tile, in.v, p.head_dim, part, lane_index, k_first, k_rows);
-        for (int w = 0; w < flash::kWarps; ++w) {
+        for (int w = 0; w < warps_per_tile; ++w) {
           const int keys_held = std::clamp(k_rows - w * flash::kWarpRows, 0, flash::kWarpRows);
           if (keys_held == 0) continue;
           const std::vector<AFragment> k_a = row_operands(k_tile, w * flash::kWarpRows, D);
@@ -177,22 +179,24 @@ void key_pass(const BackwardProblem& problem, const LayoutPart& part, const Head
 void query_pass(const BackwardProblem& problem, const LayoutPart& part, const HeadInputs& in, float scale) {
   const ForwardProblem& p = problem.forward;
   const int D = p.padded_dim, pitch = mma::tile_pitch(D), B = static_cast<int>(part.block);
+  // The kernels' thread block: tile_warps(B) warps of 16 rows (two for blocks narrower than 64).
+  const int warps_per_tile = flash::tile_warps(B), tile = warps_per_tile * flash::kWarpRows;
   SharedTile q_tile(flash::kTileRows, pitch), dout_tile(flash::kTileRows, pitch), k_tile(kChunk, pitch),
       v_tile(kChunk, pitch);
   std::vector<float> lse, delta;
   for (int64_t lane_index = 0; lane_index < part.lanes; ++lane_index) {
     const int64_t length = part.lane_length(lane_index, p.n);
     for (int64_t qb = 0; qb < part.num_blocks; ++qb) {
-      for (int tile_row = 0; tile_row < B; tile_row += flash::kTileRows) {
+      for (int tile_row = 0; tile_row < B; tile_row += tile) {
         const int64_t q_first = qb * B + tile_row;
         if (q_first >= length) break;
         const int q_rows =
-            static_cast<int>(std::min<int64_t>({flash::kTileRows, B - tile_row, length - q_first}));
+            static_cast<int>(std::min<int64_t>({tile, B - tile_row, length - q_first}));
         load_tile(q_tile, in.q, p.head_dim, part, lane_index, q_first, q_rows);
         load_tile(dout_tile, in.dout, p.head_dim, part, lane_index, q_first, q_rows);
         load_row_values(lse, delta, in.lse, in.delta, part, lane_index, flash::ListChunk{nullptr, 1, q_first, q_rows},
                         B);
-        for (int w = 0; w < flash::kWarps; ++w) {
+        for (int w = 0; w < warps_per_tile; ++w) {
           const int rows_held = std::clamp(q_rows - w * flash::kWarpRows, 0, flash::kWarpRows);
           if (rows_held == 0) continue;
           const std::vector<AFragment> q_a = row_operands(q_tile, w * flash::kWarpRows, D);

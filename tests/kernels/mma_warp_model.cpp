@@ -196,17 +196,19 @@ void tensor_core_forward(const ForwardProblem& p, std::vector<float>& out, std::
       float* lse_head = lse.data() + (b * p.heads + h) * p.n;
       for (const LayoutPart& part : p.layout->head(h).parts) {  // the kernel: one launch per part
         const int B = static_cast<int>(part.block);
+        // The kernel's thread block: tile_warps(B) warps of 16 rows (two for blocks narrower than 64).
+        const int warps_per_tile = flash::tile_warps(B), tile = warps_per_tile * flash::kWarpRows;
         for (int64_t lane_index = 0; lane_index < part.lanes; ++lane_index) {
           const int64_t length = part.lane_length(lane_index, p.n);
           for (int64_t qb = 0; qb < part.num_blocks; ++qb) {
-            for (int tile_row = 0; tile_row < B; tile_row += flash::kTileRows) {  // blockIdx.z
+            for (int tile_row = 0; tile_row < B; tile_row += tile) {  // blockIdx.z
               const int64_t q_first = qb * B + tile_row;
               if (q_first >= length) break;
               const int q_rows =
-                  static_cast<int>(std::min<int64_t>({flash::kTileRows, B - tile_row, length - q_first}));
+                  static_cast<int>(std::min<int64_t>({tile, B - tile_row, length - q_first}));
               load_tile(q_tile, q, p.head_dim, part, lane_index, q_first, q_rows);
               std::array<WarpState, flash::kWarps> warps;
-              for (int w = 0; w < flash::kWarps; ++w) {
+              for (int w = 0; w < warps_per_tile; ++w) {
                 WarpState& warp = warps[static_cast<size_t>(w)];
                 warp.rows_held = std::clamp(q_rows - w * flash::kWarpRows, 0, flash::kWarpRows);
                 warp.o.assign(static_cast<size_t>(D / mma::kN), CFragment{});
@@ -223,7 +225,7 @@ void tensor_core_forward(const ForwardProblem& p, std::vector<float>& out, std::
                   const int k_rows = keys.rows;
                   load_chunk(k_tile, k, p.head_dim, part, lane_index, keys, B);
                   load_chunk(v_tile, v, p.head_dim, part, lane_index, keys, B);
-                  for (int w = 0; w < flash::kWarps; ++w) {
+                  for (int w = 0; w < warps_per_tile; ++w) {
                     WarpState& warp = warps[static_cast<size_t>(w)];
                     if (warp.rows_held == 0) continue;
                     std::array<CFragment, flash::kScoreTiles> s;
@@ -237,7 +239,7 @@ void tensor_core_forward(const ForwardProblem& p, std::vector<float>& out, std::
                 }
                 entry += pieces;
               }
-              for (int w = 0; w < flash::kWarps; ++w) {
+              for (int w = 0; w < warps_per_tile; ++w) {
                 if (warps[static_cast<size_t>(w)].rows_held == 0) continue;
                 write_rows(warps[static_cast<size_t>(w)], w, q_first, part, lane_index, p, out_head,
                            lse_head);

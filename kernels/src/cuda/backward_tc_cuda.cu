@@ -1,7 +1,7 @@
 // The block-sparse backward on tensor cores (float16 and bfloat16, sm_80 and later, head dims up to 128): the
 // scalar backward's two passes (backward_cuda.cu: its Delta kernel, its launches per part and its finish(),
 // so dK, dV and dQ stay deterministic), with every product on mma.m16n8k16 as in FlashAttention-2.
-//   key pass    a thread block per 64 keys, a warp per 16; per 64-query chunk of the query blocks that visit
+//   key pass    a thread block per 64 keys (32 for blocks narrower than 64), a warp per 16; per 64-query chunk of the query blocks that visit
 //               the key block (a slice of one, or full blocks narrower than 64 gathered: flash_tile.h): S^T = K Q^T and dP^T = V dO^T, then P^T and dS^T per lane, dV += P^T dO and
 //               dK += dS^T Q with P^T and dS^T taken from the accumulators as A operands.
 //   query pass  a thread block per 64 queries: S = Q K^T, dP = dO V^T, dQ += dS K.
@@ -28,9 +28,9 @@ enum KeyGrads : int { kDv = 1, kDk = 2, kBoth = 3 };
 template <int D>
 constexpr int kKeyLaunches = D <= 64 ? 1 : 2;
 
-template <int D>
+template <int D, int WARPS>
 constexpr size_t tc_backward_shared_bytes() {
-  return sizeof(uint16_t) * static_cast<size_t>(2 * fl::kTileRows + 2 * kChunk) * mma::tile_pitch(D) +
+  return sizeof(uint16_t) * static_cast<size_t>(2 * WARPS * fl::kWarpRows + 2 * kChunk) * mma::tile_pitch(D) +
          sizeof(float) * 2 * kChunk;
 }
 
@@ -38,7 +38,7 @@ constexpr size_t tc_backward_shared_bytes() {
 __device__ __forceinline__ void load_row_values(float* lse, float* delta, const float* lse_head,
                                                 const float* delta_head, int64_t lane, int64_t step,
                                                 const fl::ListChunk& rows, int block) {
-  for (int r = threadIdx.x; r < kChunk; r += kThreads) {
+  for (int r = threadIdx.x; r < kChunk; r += blockDim.x) {
     const bool held = r < rows.rows;
     const int64_t position = held ? lane + rows.position(block, r) * step : 0;
     lse[r] = held ? lse_head[position] : -INFINITY;
@@ -67,20 +67,20 @@ __device__ __forceinline__ void finish_rows(const float (&acc)[D / 8][4], float 
   }
 }
 
-template <class T, int D, int GRADS>
-__global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) {
+template <class T, int D, int GRADS, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32, 2) key_tc_kernel(BackwardArgs<T> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr int P = mma::tile_pitch(D);
+  constexpr int P = mma::tile_pitch(D), TILE = WARPS * fl::kWarpRows;
   constexpr bool want_dk = GRADS & kDk, want_dv = GRADS & kDv;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   uint16_t* k_tile = reinterpret_cast<uint16_t*>(shared_bytes);   // [64 keys][P]
-  uint16_t* v_tile = k_tile + fl::kTileRows * P;                  // [64 keys][P]
-  uint16_t* q_tile = v_tile + fl::kTileRows * P;                  // [64 queries][P]
+  uint16_t* v_tile = k_tile + TILE * P;                           // [TILE keys][P]
+  uint16_t* q_tile = v_tile + TILE * P;                           // [64 queries][P]
   uint16_t* dout_tile = q_tile + kChunk * P;                      // [64 queries][P]
   float* lse = reinterpret_cast<float*>(dout_tile + kChunk * P);  // [64]
   float* delta = lse + kChunk;                                    // [64]
 
-  const TileWork w = tile_work(a.items, a.parts, a.n);
+  const TileWork w = tile_work(a.items, a.parts, a.n, TILE);
   if (w.rows == 0) return;
   const WorkItem& item = w.item;
   const DevicePart& part = w.part;
@@ -90,10 +90,10 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
   const int64_t bh = batch * a.heads + item.head;
   const T* q = head_rows(a.q, a.q_stride, batch, item.head);
   const T* dout = head_rows(a.dout, a.dout_stride, batch, item.head);
-  load_tile16<T, D, fl::kTileRows>(k_tile, head_rows(a.k, a.k_stride, batch, item.head), a.k_stride.seq, lane,
-                                   step, k_first, k_rows, a.dim, a.vector_loads);
-  load_tile16<T, D, fl::kTileRows>(v_tile, head_rows(a.v, a.v_stride, batch, item.head), a.v_stride.seq, lane,
-                                   step, k_first, k_rows, a.dim, a.vector_loads);
+  load_tile16<T, D, TILE>(k_tile, head_rows(a.k, a.k_stride, batch, item.head), a.k_stride.seq, lane, step,
+                          k_first, k_rows, a.dim, a.vector_loads);
+  load_tile16<T, D, TILE>(v_tile, head_rows(a.v, a.v_stride, batch, item.head), a.v_stride.seq, lane, step,
+                          k_first, k_rows, a.dim, a.vector_loads);
   tiles_loaded();
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
   const int keys_held = max(0, min(fl::kWarpRows, k_rows - warp * fl::kWarpRows));
@@ -151,19 +151,19 @@ __global__ void __launch_bounds__(kThreads, 2) key_tc_kernel(BackwardArgs<T> a) 
 #endif
 }
 
-template <class T, int D>
-__global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a) {
+template <class T, int D, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32, 2) query_tc_kernel(BackwardArgs<T> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr int P = mma::tile_pitch(D);
+  constexpr int P = mma::tile_pitch(D), TILE = WARPS * fl::kWarpRows;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   uint16_t* q_tile = reinterpret_cast<uint16_t*>(shared_bytes);  // [64 queries][P]
-  uint16_t* dout_tile = q_tile + fl::kTileRows * P;              // [64 queries][P]
-  uint16_t* k_tile = dout_tile + fl::kTileRows * P;              // [64 keys][P]
+  uint16_t* dout_tile = q_tile + TILE * P;                       // [TILE queries][P]
+  uint16_t* k_tile = dout_tile + TILE * P;                       // [64 keys][P]
   uint16_t* v_tile = k_tile + kChunk * P;                        // [64 keys][P]
   float* lse = reinterpret_cast<float*>(v_tile + kChunk * P);    // [64 queries]
   float* delta = lse + kChunk;                                   // [64 queries]
 
-  const TileWork w = tile_work(a.items, a.parts, a.n);
+  const TileWork w = tile_work(a.items, a.parts, a.n, TILE);
   if (w.rows == 0) return;
   const WorkItem& item = w.item;
   const DevicePart& part = w.part;
@@ -173,10 +173,10 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
   const int64_t bh = batch * a.heads + item.head;
   const T* k = head_rows(a.k, a.k_stride, batch, item.head);
   const T* v = head_rows(a.v, a.v_stride, batch, item.head);
-  load_tile16<T, D, fl::kTileRows>(q_tile, head_rows(a.q, a.q_stride, batch, item.head), a.q_stride.seq, lane,
-                                   step, q_first, q_rows, a.dim, a.vector_loads);
-  load_tile16<T, D, fl::kTileRows>(dout_tile, head_rows(a.dout, a.dout_stride, batch, item.head),
-                                   a.dout_stride.seq, lane, step, q_first, q_rows, a.dim, a.vector_loads);
+  load_tile16<T, D, TILE>(q_tile, head_rows(a.q, a.q_stride, batch, item.head), a.q_stride.seq, lane, step,
+                          q_first, q_rows, a.dim, a.vector_loads);
+  load_tile16<T, D, TILE>(dout_tile, head_rows(a.dout, a.dout_stride, batch, item.head), a.dout_stride.seq,
+                          lane, step, q_first, q_rows, a.dim, a.vector_loads);
   load_row_values(lse, delta, a.lse + bh * a.n, a.delta + bh * a.n, lane, step,
                   fl::ListChunk{nullptr, 1, q_first, q_rows}, B);
   tiles_loaded();
@@ -222,20 +222,24 @@ __global__ void __launch_bounds__(kThreads, 2) query_tc_kernel(BackwardArgs<T> a
 #endif
 }
 
-template <class T, int D>
+template <class T, int D, int WARPS>
 void launch_tc_passes(BackwardArgs<T> a, const BackwardParams& p, const DeviceLayout& layout,
                       const BackwardScratch& scratch) {
   const cudaStream_t stream = static_cast<cudaStream_t>(p.stream);
-  constexpr size_t shared = tc_backward_shared_bytes<D>();
+  constexpr size_t shared = tc_backward_shared_bytes<D, WARPS>();
+  constexpr int tile = WARPS * fl::kWarpRows, threads = WARPS * 32;
+  const auto launch = [&](auto kernel) {
+    launch_slots(kernel, a, layout, p.batch, p.layout->block, tile, shared, stream, threads);
+  };
   set_key_pass(a, p, scratch);
   if constexpr (kKeyLaunches<D> == 1) {
-    launch_slots(key_tc_kernel<T, D, kBoth>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
+    launch(key_tc_kernel<T, D, kBoth, WARPS>);
   } else {
-    launch_slots(key_tc_kernel<T, D, kDv>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
-    launch_slots(key_tc_kernel<T, D, kDk>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
+    launch(key_tc_kernel<T, D, kDv, WARPS>);
+    launch(key_tc_kernel<T, D, kDk, WARPS>);
   }
   set_query_pass(a, p, scratch);
-  launch_slots(query_tc_kernel<T, D>, a, layout, p.batch, p.layout->block, fl::kTileRows, shared, stream);
+  launch(query_tc_kernel<T, D, WARPS>);
 }
 
 }  // namespace
@@ -248,7 +252,12 @@ void backward_tc_cuda(const BackwardParams& p, const DeviceLayout& layout, const
                       const BackwardScratch& scratch) {
   dispatch_tensor_core<128>(p.dtype, p.head_dim, [&](auto type, auto dim) {
     using T = typename decltype(type)::type;
-    launch_tc_passes<T, decltype(dim)::value>(backward_args<T>(p, layout, delta), p, layout, scratch);
+    constexpr int d = decltype(dim)::value;
+    if (fl::tile_warps(p.layout->block) == fl::kWarps) {
+      launch_tc_passes<T, d, fl::kWarps>(backward_args<T>(p, layout, delta), p, layout, scratch);
+    } else {
+      launch_tc_passes<T, d, 2>(backward_args<T>(p, layout, delta), p, layout, scratch);
+    }
   });
 }
 

@@ -191,17 +191,17 @@ struct DeviceLayout {
 };
 
 // Launches `kernel` once per slot of the layout, in stream order (each slot's parts merge into what the earlier
-// slots wrote): a thread block per (work item, batch, tile of `tile` rows of a block of `block`).
+// slots wrote): a thread block of `threads` per (work item, batch, tile of `tile` rows of a block of `block`).
 template <class Kernel, class Args>
 void launch_slots(Kernel kernel, Args& a, const DeviceLayout& layout, int64_t batch, int block, int tile,
-                  size_t shared, cudaStream_t stream) {
+                  size_t shared, cudaStream_t stream, int threads = kThreads) {
   allow_shared_memory(kernel, shared);
   for (size_t slot = 0; slot < layout.slot_items.size(); ++slot) {
     if (layout.slot_count[slot] == 0) continue;
     a.items = layout.slot_items[slot];
     const dim3 grid(static_cast<unsigned>(layout.slot_count[slot]), static_cast<unsigned>(batch),
                     static_cast<unsigned>((block + tile - 1) / tile));
-    kernel<<<grid, kThreads, shared, stream>>>(a);
+    kernel<<<grid, threads, shared, stream>>>(a);
     STX_CUDA_CHECK(cudaGetLastError());
   }
 }

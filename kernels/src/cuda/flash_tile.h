@@ -22,8 +22,13 @@ namespace stx::kernels::flash {
 constexpr int kChunkKeys = 64;                     // keys per step of the walk over a key block
 constexpr int kScoreTiles = kChunkKeys / mma::kN;  // 8 accumulator tiles of S per warp
 constexpr int kWarpRows = mma::kM;                 // 16 query rows per warp
-constexpr int kWarps = 4;                          // warps per thread block
-constexpr int kTileRows = kWarps * kWarpRows;      // 64 query rows per thread block
+constexpr int kWarps = 4;                          // warps per thread block, at most
+constexpr int kTileRows = kWarps * kWarpRows;      // 64 query rows per thread block, at most
+
+// Warps of a thread block for blocks of `block` rows: four, but two for blocks narrower than 64, whose rows
+// two warps hold (B = 32; B = 16 leaves one idle): idle warps would hold registers and shared memory that
+// other thread blocks could run in.
+STX_HOST_DEVICE constexpr int tile_warps(int block) { return block >= kTileRows ? kWarps : 2; }
 constexpr float kMinusInfinity = -__builtin_huge_valf();
 
 // The fast exponential and logarithm on the device (as the scalar kernels, --use_fast_math), the exact ones

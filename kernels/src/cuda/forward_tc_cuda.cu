@@ -1,7 +1,7 @@
 // The block-sparse forward on tensor cores (float16 and bfloat16, sm_80 and later, head dims up to 128):
 // flash attention over our layouts. One thread block per (work item, batch, 64-row query tile), as the
 // scalar forward (forward_cuda.cu) and with its launches per part and its merge through the log-sum-exp;
-// four warps of 16 query rows each. Per 64-key chunk of the listed key blocks (a slice of one block, or
+// four warps of 16 query rows each (two for blocks narrower than 64). Per 64-key chunk of the listed key blocks (a slice of one block, or
 // full blocks narrower than 64 gathered: flash_tile.h's walk) a warp computes S = Q K^T with mma.m16n8k16
 // (Q in registers for the whole walk, K through ldmatrix), masks only the blocks the layout marks partial,
 // runs the online softmax in registers, and accumulates O += P V with P taken straight from S's
@@ -16,23 +16,24 @@ namespace {
 
 namespace fl = stx::kernels::flash;
 
-template <int D>
+template <int D, int WARPS>
 constexpr size_t tc_shared_bytes() {
-  return sizeof(uint16_t) * static_cast<size_t>(fl::kTileRows + 2 * fl::kChunkKeys) * mma::tile_pitch(D);
+  return sizeof(uint16_t) * static_cast<size_t>(WARPS * fl::kWarpRows + 2 * fl::kChunkKeys) * mma::tile_pitch(D);
 }
 
-template <class T, int D>
-__global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> a) {
+// WARPS warps of 16 query rows each (flash::tile_warps: 4, or 2 for blocks narrower than 64).
+template <class T, int D, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32, 2) forward_tc_kernel(ForwardArgs<T> a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  static_assert(fl::kWarps * 32 == kThreads, "one warp per 16 query rows of the 64-row tile");
+  static_assert(WARPS == 2 || WARPS == fl::kWarps, "a tile of 32 or 64 query rows");
   static_assert(D % 16 == 0 && D <= 128, "head dims are padded to 32, 48, 64 or 128");
-  constexpr int P = mma::tile_pitch(D), OUT_TILES = D / mma::kN;
+  constexpr int P = mma::tile_pitch(D), OUT_TILES = D / mma::kN, TILE = WARPS * fl::kWarpRows;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  uint16_t* q_tile = reinterpret_cast<uint16_t*>(shared_bytes);  // [kTileRows][P]
-  uint16_t* k_tile = q_tile + fl::kTileRows * P;                 // [kChunkKeys][P]
+  uint16_t* q_tile = reinterpret_cast<uint16_t*>(shared_bytes);  // [TILE][P]
+  uint16_t* k_tile = q_tile + TILE * P;                          // [kChunkKeys][P]
   uint16_t* v_tile = k_tile + fl::kChunkKeys * P;                // [kChunkKeys][P]
 
-  const TileWork w = tile_work(a.items, a.parts, a.n);
+  const TileWork w = tile_work(a.items, a.parts, a.n, TILE);
   if (w.rows == 0) return;  // the lane ends before this tile
   const WorkItem& item = w.item;
   const DevicePart& part = w.part;
@@ -40,8 +41,8 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
   const int64_t batch = w.batch, step = w.step, view_lane = w.lane, length = w.length, q_first = w.first;
   const T* k = head_rows(a.k, a.k_stride, w.batch, w.item.head);
   const T* v = head_rows(a.v, a.v_stride, w.batch, w.item.head);
-  load_tile16<T, D, fl::kTileRows>(q_tile, head_rows(a.q, a.q_stride, w.batch, w.item.head), a.q_stride.seq,
-                                   view_lane, step, q_first, q_rows, a.dim, a.vector_loads);
+  load_tile16<T, D, TILE>(q_tile, head_rows(a.q, a.q_stride, w.batch, w.item.head), a.q_stride.seq, view_lane,
+                          step, q_first, q_rows, a.dim, a.vector_loads);
   tiles_loaded();
 
   const int warp = threadIdx.x / 32, me = threadIdx.x % 32;
@@ -139,12 +140,22 @@ __global__ void __launch_bounds__(kThreads, 2) forward_tc_kernel(ForwardArgs<T> 
 #endif
 }
 
+template <class T, int D, int WARPS>
+void launch_tc_with(const ForwardParams& p, const DeviceLayout& layout, float* partial,
+                    const Strides& partial_stride) {
+  ForwardArgs<T> a = forward_args<T>(p, layout, partial, partial_stride);
+  launch_slots(forward_tc_kernel<T, D, WARPS>, a, layout, p.batch, p.layout->block, WARPS * fl::kWarpRows,
+               tc_shared_bytes<D, WARPS>(), static_cast<cudaStream_t>(p.stream), WARPS * 32);
+}
+
 template <class T, int D>
 void launch_tc(const ForwardParams& p, const DeviceLayout& layout, float* partial,
                const Strides& partial_stride) {
-  ForwardArgs<T> a = forward_args<T>(p, layout, partial, partial_stride);
-  launch_slots(forward_tc_kernel<T, D>, a, layout, p.batch, p.layout->block, fl::kTileRows,
-               tc_shared_bytes<D>(), static_cast<cudaStream_t>(p.stream));
+  if (fl::tile_warps(p.layout->block) == fl::kWarps) {
+    launch_tc_with<T, D, fl::kWarps>(p, layout, partial, partial_stride);
+  } else {
+    launch_tc_with<T, D, 2>(p, layout, partial, partial_stride);
+  }
 }
 
 }  // namespace
@@ -164,7 +175,8 @@ bool tensor_cores_usable(DType dtype) {
   // a newer one, holds them with no body.
   static const bool built_for_sm80 = [] {
     cudaFuncAttributes attributes{};
-    const bool found = cudaFuncGetAttributes(&attributes, forward_tc_kernel<__half, 64>) == cudaSuccess;
+    const bool found =
+        cudaFuncGetAttributes(&attributes, forward_tc_kernel<__half, 64, fl::kWarps>) == cudaSuccess;
     if (!found) (void)cudaGetLastError();  // not left for the next launch's check to find
     return found && attributes.ptxVersion >= 80;
   }();

@@ -90,7 +90,7 @@ template <class T, int D, int ROWS, class PositionOf>
 __device__ void load_rows16(uint16_t* tile, const T* head, int64_t seq_stride, int64_t lane, int64_t step,
                             int rows, int dim, bool vector_loads, PositionOf position_of) {
   constexpr int P = mma::tile_pitch(D), CHUNKS = D / mma::kChunkValues;
-  for (int e = threadIdx.x; e < ROWS * CHUNKS; e += kThreads) {
+  for (int e = threadIdx.x; e < ROWS * CHUNKS; e += blockDim.x) {
     const int r = e / CHUNKS, c = (e % CHUNKS) * mma::kChunkValues;
     uint4 value = make_uint4(0, 0, 0, 0);
     if (r < rows) {
@@ -156,8 +156,8 @@ void dispatch_tensor_core(DType dtype, int64_t head_dim, F&& f) {
   }
 }
 
-// One thread block's tile of a work item (blockIdx.x: the item, .y: the batch element, .z: which 64-row tile
-// of the item's block): where its rows start in the view's lane and how many hold data.
+// One thread block's tile of a work item (blockIdx.x: the item, .y: the batch element, .z: which tile of
+// `tile_rows` rows of the item's block): where its rows start in the view's lane and how many hold data.
 struct TileWork {
   WorkItem item;
   DevicePart part;
@@ -167,7 +167,8 @@ struct TileWork {
   int rows;                           // rows that hold data; 0 when the lane ends before the tile
 };
 
-__device__ __forceinline__ TileWork tile_work(const WorkItem* items, const DevicePart* parts, int64_t n) {
+__device__ __forceinline__ TileWork tile_work(const WorkItem* items, const DevicePart* parts, int64_t n,
+                                              int tile_rows) {
   TileWork w;
   w.item = items[blockIdx.x];
   w.part = parts[w.item.part];
@@ -175,7 +176,7 @@ __device__ __forceinline__ TileWork tile_work(const WorkItem* items, const Devic
   w.step = w.part.step;
   w.lane = w.item.lane;
   w.length = lane_length(n, w.lane, w.step);
-  w.offset = blockIdx.z * flash::kTileRows;
+  w.offset = blockIdx.z * tile_rows;
   w.first = int64_t{w.item.block} * w.part.block + w.offset;
   w.rows = w.first >= w.length ? 0 : flash::chunk_rows(w.part.block - w.offset, w.length - w.first);
   return w;
