@@ -18,7 +18,8 @@ namespace fl = stx::kernels::flash;
 
 template <int D, int WARPS>
 constexpr size_t tc_shared_bytes() {
-  return sizeof(uint16_t) * static_cast<size_t>(WARPS * fl::kWarpRows + 2 * fl::kChunkKeys) * mma::tile_pitch(D);
+  const size_t rows = WARPS * fl::kWarpRows + 2 * fl::kChunkKeys;
+  return sizeof(uint16_t) * rows * mma::tile_pitch(D);
 }
 
 // WARPS warps of 16 query rows each (flash::tile_warps: 4, or 2 for blocks narrower than 64).
