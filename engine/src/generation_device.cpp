@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "stx/engine/tensor_sampler.h"
+#include "stx/models/cpu_decoder.h"
 #include "stx/models/token_decoder.h"
 #include "stx/models/torch_decoder.h"
 #include "torch_device.h"
@@ -33,48 +34,76 @@ std::string grouped(double x) {
   return digits;
 }
 
-// A decoder of the model on `device` for the request's batch, stepped as the sampler steps it there.
+// Where the probe times its steps: halfway through what the request generates (a step's cost grows with the
+// position on the CPU, whose attention reads more keys, and hardly on the GPU, bound by its launches), with
+// room for the warm-up and the timed steps before the end.
+int64_t probe_position(const SampleRequest& request, int64_t capacity) {
+  const int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  const int64_t middle = prompt + std::max<int64_t>(request.length - prompt, 0) / 2;
+  return std::clamp<int64_t>(middle, 0, std::max<int64_t>(capacity - (kWarmupSteps + kTimedSteps + 1), 0));
+}
+
+// A decoder of the model on `device` for the request's batch, moved to probe_position() (the positions before
+// it skipped, not computed) and stepped as the sampler steps it there.
 ProbeCandidate candidate(models::SparseTransformer& model, const SampleRequest& request, DeviceKind kind,
                          std::shared_ptr<models::TokenDecoder>& keep) {
-  const int64_t capacity = std::min<int64_t>(model->config().context, kWarmupSteps + kTimedSteps + 1);
-  keep = models::make_decoder(model, request.count, capacity,
-                              request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32,
-                              torch_device(kind));
+  const int64_t capacity = std::min<int64_t>(
+      model->config().context, std::max<int64_t>(request.length, kWarmupSteps + kTimedSteps + 1));
+  const int64_t position = probe_position(request, capacity);
+  const kernels::DType cache = request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32;
+  std::unique_ptr<models::TokenDecoder> network;
+  models::TorchDecoder* torch_decoder = nullptr;
+  if (kind == DeviceKind::cpu) {
+    auto cpu = std::make_unique<models::IncrementalDecoder>(model, request.count, capacity, cache);
+    if (position > 0) models::skip_to_for_timing(*cpu, position);
+    network = std::move(cpu);
+  } else {
+    auto gpu =
+        std::make_unique<models::TorchDecoder>(model, request.count, capacity, cache, torch_device(kind));
+    if (position > 0) gpu->skip_to_for_timing(position);
+    torch_decoder = gpu.get();
+    network = std::move(gpu);
+  }
+  keep = models::with_history_inputs(model, std::move(network));
   models::TokenDecoder* decoder = keep.get();
-  auto* on_device = kind == DeviceKind::cuda && request.stop_strings.empty()
-                        ? dynamic_cast<models::TorchDecoder*>(decoder)
-                        : nullptr;
+  // The sampler's blocks drawn on the device: the network alone on CUDA, and no stop strings.
+  models::TorchDecoder* on_device =
+      decoder == torch_decoder && request.stop_strings.empty() ? torch_decoder : nullptr;
   const int64_t batch = request.count;
   const SamplingSettings settings = request.settings;
   return ProbeCandidate{
       kind, [decoder, on_device, batch, settings](int steps) {
         steps = static_cast<int>(std::min<int64_t>(steps, decoder->capacity() - decoder->position()));
-        if (on_device != nullptr) {  // the sampler's blocks drawn on the device
+        if (steps <= 0) return 0;
+        if (on_device != nullptr) {
           const at::Device device = on_device->device();
           const at::Tensor first = at::full({batch}, 256, at::kLong).to(device);
           const at::Tensor uniforms = at::rand({steps, batch}, at::kDouble).to(device);
           decode_steps_on_device(*on_device, first, settings, uniforms).cpu();
-          return;
+          return steps;
         }
         std::vector<int32_t> inputs(static_cast<size_t>(batch), 256);
         std::vector<float> logits(static_cast<size_t>(batch) * 256);
         for (int s = 0; s < steps; ++s) decoder->step(inputs.data(), logits.data());
+        return steps;
       }};
 }
 
-GenerationDevice measure(models::SparseTransformer& model, const SampleRequest& request) {
-  std::shared_ptr<models::TokenDecoder> cpu_decoder, cuda_decoder;
-  std::vector<ProbeCandidate> candidates{candidate(model, request, DeviceKind::cpu, cpu_decoder)};
+}  // namespace
+
+GenerationDevice measure_generation_devices(models::SparseTransformer& model, const SampleRequest& request,
+                                            const std::vector<DeviceKind>& kinds) {
+  std::vector<std::shared_ptr<models::TokenDecoder>> decoders(kinds.size());
+  std::vector<ProbeCandidate> candidates;
   try {
-    candidates.push_back(candidate(model, request, DeviceKind::cuda, cuda_decoder));
+    for (size_t i = 0; i < kinds.size(); ++i)
+      candidates.push_back(candidate(model, request, kinds[i], decoders[i]));
     return choose_faster(candidates, kWarmupSteps, kTimedSteps, request.count);
   } catch (const c10::Error& e) {  // out of device memory, say: generation stays on the CPU
     const std::string what = e.what_without_backtrace();
-    return {DeviceKind::cpu, "automatic, as CUDA failed its probe: " + what.substr(0, what.find('\n'))};
+    return {DeviceKind::cpu, "automatic, as a device failed its probe: " + what.substr(0, what.find('\n'))};
   }
 }
-
-}  // namespace
 
 GenerationDevice choose_faster(const std::vector<ProbeCandidate>& candidates, int warmup, int steps,
                                int64_t batch) {
@@ -84,9 +113,9 @@ GenerationDevice choose_faster(const std::vector<ProbeCandidate>& candidates, in
   for (const ProbeCandidate& c : candidates) {
     c.run(warmup);
     const auto start = std::chrono::steady_clock::now();
-    c.run(steps);
+    const int done = c.run(steps);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double rate = static_cast<double>(steps * batch) / std::max(seconds, 1e-9);
+    const double rate = static_cast<double>(int64_t{done} * batch) / std::max(seconds, 1e-9);
     if (rate > best_rate) {
       best_rate = rate;
       best.kind = c.kind;
@@ -109,7 +138,7 @@ GenerationDevice choose_generation_device(models::SparseTransformer& model, cons
       std::make_tuple(static_cast<const void*>(model.get()), request.count, request.half_precision_cache);
   const auto found = remembered.find(key);
   if (found != remembered.end()) return found->second;
-  return remembered[key] = measure(model, request);
+  return remembered[key] = measure_generation_devices(model, request, {DeviceKind::cpu, DeviceKind::cuda});
 }
 
 }  // namespace stx::engine

@@ -23,6 +23,7 @@ stx::engine::ProbeCandidate sleeper(DeviceKind kind, std::chrono::microseconds p
   return {kind, [per_step, &calls](int steps) {
             calls.push_back(steps);
             std::this_thread::sleep_for(per_step * steps);
+            return steps;
           }};
 }
 
@@ -43,6 +44,26 @@ TEST(ChooseFaster, KeepsTheCandidateWithMoreBytesPerSecondAndNamesBothRates) {
       sleeper(DeviceKind::cpu, std::chrono::microseconds(200), slow_calls),
       sleeper(DeviceKind::cuda, std::chrono::microseconds(2000), fast_calls)};
   EXPECT_EQ(stx::engine::choose_faster(swapped, 1, 10, 1).kind, DeviceKind::cpu);
+}
+
+TEST(MeasureGenerationDevices, TimesTheModelsDecoderHalfwayThroughTheRequest) {
+  // The probe's own path on CPU decoders (a GPU machine runs it against CUDA): the decoders are built for the
+  // request, moved halfway through it, stepped and timed.
+  stx::models::SparseTransformer audio(stx::test::tiny_model_config(stx::models::DataKind::audio));
+  stx::engine::SampleRequest request;
+  request.count = 2;
+  request.length = 200;
+  request.prompt.assign(10, 128);
+  const stx::engine::GenerationDevice measured =
+      stx::engine::measure_generation_devices(audio, request, {DeviceKind::cpu, DeviceKind::cpu});
+  EXPECT_EQ(measured.kind, DeviceKind::cpu);
+  EXPECT_EQ(measured.reason.rfind("automatic, measured ", 0), 0u) << measured.reason;
+  EXPECT_NE(measured.reason.find("bytes/s (CPU vs CPU, 2 samples)"), std::string::npos) << measured.reason;
+  // A request shorter than the probe, on a model whose context is too: it times what fits.
+  stx::models::SparseTransformer text(stx::test::tiny_model_config(stx::models::DataKind::text));
+  request.length = 16;
+  request.prompt.clear();
+  EXPECT_EQ(stx::engine::measure_generation_devices(text, request, {DeviceKind::cpu}).kind, DeviceKind::cpu);
 }
 
 TEST(ChooseGenerationDevice, ANamedDeviceNeedsNoReasonAndAutomaticWithoutAGpuSaysWhy) {
