@@ -356,8 +356,7 @@ std::string format_speedup(const std::optional<double>& x) {
 
 void print_table_header() {
   std::printf("%7s  %-8s  %-6s  %5s  %8s  %9s  %9s  %-19s  %7s  %9s  %9s  %7s  %8s  %10s  %10s\n", "n", "pattern",
-              "pass",
-              "block", "attended", "stx_ms", "sdpa_ms", "sdpa_backend", "vs_sdpa", "masked_ms", "vs_masked",
+              "pass", "block", "attended", "stx_ms", "sdpa_ms", "sdpa_backend", "vs_sdpa", "masked_ms", "vs_masked",
               "tflops", "of_sdpa", "reshape_ms", "vs_reshape");
 }
 
@@ -367,7 +366,7 @@ void print_table_row(const CudaRecord& r) {
   if (!r.masked.timing) notes += "  masked " + r.masked.skipped;
   if (!r.reshape.timing) notes += "  reshape " + r.reshape.skipped;
   // bf16 keeps 8 bits of mantissa: outputs of size ~1 agree to a few 1e-3 between two correct routes.
-  if (!(r.reshape_max_diff <= kReshapeAgreement)) {
+  if (!std::isnan(r.reshape_max_diff) && r.reshape_max_diff > kReshapeAgreement) {  // NaN: the route failed
     char text[96];
     std::snprintf(text, sizeof text, "  reshape route DISAGREES with stx: max |diff| %.3g", r.reshape_max_diff);
     notes += text;
