@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <random>
 
@@ -157,6 +158,10 @@ class SamplingRun {
     // so a seed gives the bytes of the host loop on the same device.
     if (device == DeviceKind::cuda && request.stop_strings.empty()) {
       device_decoder_ = dynamic_cast<models::TorchDecoder*>(decoder_.get());
+      // Full blocks replay a CUDA graph of the block's launches once one is captured.
+      if (device_decoder_ != nullptr) {
+        block_drawer_ = std::make_unique<DeviceBlockDrawer>(*device_decoder_, request.settings, kDeviceBlock);
+      }
     }
     for (int64_t k = 0; k < count_; ++k) rngs_.emplace_back(mix(result_.seed ^ mix(static_cast<uint64_t>(k))));
     const auto samples = static_cast<size_t>(count_);
@@ -242,9 +247,7 @@ class SamplingRun {
     }
     const at::Device device = device_decoder_->device();
     const at::Tensor drawn =
-        decode_steps_on_device(*device_decoder_, first.to(device), request_.settings, uniforms.to(device))
-            .to(at::kCPU)
-            .contiguous();
+        block_drawer_->draw(first.to(device), uniforms.to(device)).to(at::kCPU).contiguous();
     for (int64_t step = 0; step < steps; ++step) {
       for (int64_t k = 0; k < count_; ++k) {
         const auto byte = static_cast<uint8_t>(drawn.data_ptr<int64_t>()[step * count_ + k]);
@@ -340,6 +343,7 @@ class SamplingRun {
   SampleResult result_;
   std::unique_ptr<models::TokenDecoder> decoder_;
   models::TorchDecoder* device_decoder_ = nullptr;  // decoder_ itself when it draws blocks on the device
+  std::unique_ptr<DeviceBlockDrawer> block_drawer_;  // with device_decoder_
   std::vector<std::mt19937_64> rngs_;
   std::vector<std::vector<uint8_t>> fed_;  // what the model saw
   std::vector<bool> finished_;

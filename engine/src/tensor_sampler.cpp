@@ -65,3 +65,61 @@ at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tenso
 }
 
 }  // namespace stx::engine
+
+namespace stx::engine {
+
+DeviceBlockDrawer::DeviceBlockDrawer(models::TorchDecoder& decoder, const SamplingSettings& settings,
+                                     int64_t block_steps)
+    : decoder_(decoder), settings_(settings), block_steps_(block_steps) {
+  if (block_steps < 1) throw Error("DeviceBlockDrawer: a block needs at least one step");
+}
+
+at::Tensor DeviceBlockDrawer::draw(const at::Tensor& first_inputs, const at::Tensor& uniforms) {
+  const int64_t steps = uniforms.dim() == 2 ? uniforms.size(0) : 0;
+  if (steps < 1 || steps > block_steps_) {
+    throw Error("DeviceBlockDrawer: expected 1.." + std::to_string(block_steps_) + " steps of uniforms");
+  }
+  const bool full = steps == block_steps_;
+  if (full && !capture_tried_ && eager_full_blocks_ >= 1) {
+    capture_tried_ = true;
+    first_ = at::empty_like(first_inputs, first_inputs.options().dtype(at::kLong));
+    uniforms_ = at::empty_like(uniforms, uniforms.options().dtype(at::kDouble));
+    const int64_t position = decoder_.position();
+    decoder_.prepare_device_steps();
+    graph_.capture(decoder_.device(),
+                   [&] { drawn_ = decode_steps_on_device(decoder_, first_, settings_, uniforms_); });
+    // The capture ran the block's host code (which counted its steps) but none of its launches.
+    decoder_.rewind(position);
+    if (!graph_.captured()) drawn_ = at::Tensor();
+  }
+  if (full && graph_.captured()) {
+    first_.copy_(first_inputs);
+    uniforms_.copy_(uniforms);
+    decoder_.prepare_device_steps();
+    graph_.replay();
+    decoder_.replayed(steps);
+    return drawn_;
+  }
+  if (full) ++eager_full_blocks_;
+  return decode_steps_on_device(decoder_, first_inputs, settings_, uniforms);
+}
+
+std::string DeviceBlockDrawer::graph_status() const {
+  if (graph_.captured()) {
+    const int64_t nodes = graph_.nodes();
+    std::string s = "a CUDA graph of ";
+    s += nodes >= 0 ? std::to_string(nodes) + " launches" : "an unknown number of launches";
+    s += " a block of " + std::to_string(block_steps_) + " steps";
+    if (nodes >= 0) s += " (" + std::to_string((nodes + block_steps_ / 2) / block_steps_) + " a step)";
+    return s;
+  }
+  if (!capture_tried_) return "no CUDA graph: not tried yet (the second full block is captured)";
+  return "no CUDA graph: " + graph_.failure();
+}
+
+double DeviceBlockDrawer::launches_per_step() const {
+  if (!graph_.captured() || graph_.nodes() < 0) return -1.0;
+  return static_cast<double>(graph_.nodes()) / static_cast<double>(block_steps_);
+}
+
+}  // namespace stx::engine

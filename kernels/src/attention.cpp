@@ -146,6 +146,15 @@ std::string cuda_device_name(int index) {
 #endif
 }
 
+int64_t cuda_captured_nodes(void* stream) {
+#ifdef STX_WITH_CUDA
+  return detail::cuda_captured_nodes(stream);
+#else
+  (void)stream;
+  return -1;
+#endif
+}
+
 namespace {
 // The checks the forward and the backward share (ForwardParams or BackwardParams).
 struct NamedTensor {
@@ -196,9 +205,16 @@ void attention_decode(const DecodeParams& p_in) {
   STX_KERNEL_CHECK(p_in.patterns != nullptr, std::string(op) + ": no head patterns given");
   STX_KERNEL_CHECK(p_in.capacity >= 1, std::string(op) + ": expected a cache capacity >= 1, got " +
                                            str(p_in.capacity));
-  STX_KERNEL_CHECK(p_in.position >= 0 && p_in.position < p_in.capacity,
-                   std::string(op) + ": expected 0 <= position < capacity (" + str(p_in.capacity) + "), got " +
-                       str(p_in.position));
+  DecodeParams resolved = p_in;
+  // On the CPU a position in memory is the host's to read now; on CUDA the kernel reads it.
+  if (p_in.position_in_memory != nullptr && p_in.device == Device::cpu) {
+    resolved.position = *p_in.position_in_memory;
+    resolved.position_in_memory = nullptr;
+  }
+  STX_KERNEL_CHECK(resolved.position_in_memory != nullptr ||
+                       (resolved.position >= 0 && resolved.position < resolved.capacity),
+                   std::string(op) + ": expected 0 <= position < capacity (" + str(p_in.capacity) +
+                       "), got " + str(resolved.position));
   STX_KERNEL_CHECK(p_in.cache_columns >= 0, std::string(op) + ": cache_columns must be >= 0, got " +
                                                 str(p_in.cache_columns));
   STX_KERNEL_CHECK((p_in.k_window == nullptr) == (p_in.v_window == nullptr),
@@ -215,7 +231,7 @@ void attention_decode(const DecodeParams& p_in) {
                                                          to_string(p_in.cache_dtype));
   }
   for (int64_t h = 0; h < p_in.heads; ++h) validate(p_in.patterns[h]);
-  const DecodeParams p = with_resolved_scale(p_in);
+  const DecodeParams p = with_resolved_scale(resolved);
   STX_RUN_ON_DEVICE(p.device, decode_cuda, decode, p)
 }
 

@@ -55,6 +55,7 @@ void decode_cuda(const DecodeParams& p);
 void gelu_cuda(const GeluParams& p, bool backward);
 int cuda_device_count();  // 0 when no driver or no device; never throws
 std::string cuda_device_name(int index);  // "" when there is no such device; never throws
+int64_t cuda_captured_nodes(void* stream);  // -1 when not capturing; never throws
 #endif
 
 }  // namespace stx::kernels::detail

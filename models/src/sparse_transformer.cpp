@@ -246,13 +246,24 @@ void SparseTransformerImpl::initialise() {
 
 at::Tensor SparseTransformerImpl::position_embedding(int64_t first_position, int64_t length,
                                                      const at::Device& device) {
-  const at::Tensor coords = coordinates_.narrow(0, first_position, length).to(device);
+  return position_embedding_of(coordinates_.narrow(0, first_position, length).to(device));
+}
+
+at::Tensor SparseTransformerImpl::position_embedding_of(const at::Tensor& coordinates) {
   at::Tensor sum;
   for (size_t a = 0; a < position_embeddings.size(); ++a) {
-    const at::Tensor e = position_embeddings[a]->forward(coords.select(1, static_cast<int64_t>(a)));
+    const at::Tensor e = position_embeddings[a]->forward(coordinates.select(1, static_cast<int64_t>(a)));
     sum = sum.defined() ? sum + e : e;
   }
   return sum;  // [length, d]
+}
+
+at::Tensor SparseTransformerImpl::embed_at(const at::Tensor& input_tokens, const at::Tensor& positions) {
+  TORCH_CHECK(positions.dim() == 1 && positions.size(0) == input_tokens.size(1),
+              "SparseTransformer: embed_at takes one position per input column, got ", positions.sizes(),
+              " for ", input_tokens.sizes());
+  const at::Tensor coordinates = coordinates_.to(positions.device()).index_select(0, positions);
+  return token_embedding->forward(input_tokens) + position_embedding_of(coordinates);
 }
 
 at::Tensor SparseTransformerImpl::embed(const at::Tensor& input_tokens, int64_t first_position) {

@@ -57,6 +57,14 @@ TorchDecoder::TorchDecoder(SparseTransformer& model, int64_t batch, int64_t capa
     k_cache_.push_back(at::zeros({batch_, config_.heads, capacity_, config_.head_dim()}, cache_options));
     v_cache_.push_back(at::zeros({batch_, config_.heads, capacity_, config_.head_dim()}, cache_options));
   }
+  position_on_device_ = at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(device_));
+}
+
+void TorchDecoder::check_position() const {
+  if (position_ >= capacity_) {
+    throw std::out_of_range("decoder: position " + std::to_string(position_) + " is past the capacity of " +
+                            std::to_string(capacity_));
+  }
 }
 
 void TorchDecoder::check_tokens(const int32_t* tokens, int64_t count) const {
@@ -115,6 +123,8 @@ void TorchDecoder::attend(int layer, const at::Tensor& q, const at::Tensor& out,
     p.q = q_rows + r * q_row_bytes;
     p.out = out_rows + r * out_row_bytes;
     p.position = position_ + r;
+    // Under step_on_device (one row) the kernel reads the position where the step keeps it.
+    if (on_device_step_) p.position_in_memory = position_on_device_.data_ptr<int64_t>();
     p.lse = r == rows - 1 && lse.defined() ? lse.data_ptr<float>() : nullptr;
     kernels::attention_decode(p);
   }
@@ -125,13 +135,19 @@ at::Tensor TorchDecoder::run_blocks(at::Tensor h, int64_t samples, int64_t rows)
   for (int layer = 0; layer < config_.layers; ++layer) {
     // The block's own layer on the new rows only, with the attention over the caches.
     const auto attend_cached = [&](const at::Tensor& qkv) {  // [samples, rows, 3, heads, head_dim]
-      // Keys and values of the new rows into the caches, [samples, heads, rows, head_dim] at position_.
-      at::Tensor k_rows =
-          k_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
-      at::Tensor v_rows =
-          v_cache_[static_cast<size_t>(layer)].narrow(0, 0, samples).narrow(2, position_, rows);
-      k_rows.copy_(qkv.select(2, 1).transpose(1, 2));
-      v_rows.copy_(qkv.select(2, 2).transpose(1, 2));
+      // Keys and values of the new rows into the caches, [samples, heads, rows, head_dim] at position_
+      // (at the device's position under step_on_device, which has one row of every sample).
+      at::Tensor& k_cache = k_cache_[static_cast<size_t>(layer)];
+      at::Tensor& v_cache = v_cache_[static_cast<size_t>(layer)];
+      if (on_device_step_) {
+        k_cache.index_copy_(2, position_on_device_,
+                            qkv.select(2, 1).transpose(1, 2).to(k_cache.scalar_type()));
+        v_cache.index_copy_(2, position_on_device_,
+                            qkv.select(2, 2).transpose(1, 2).to(v_cache.scalar_type()));
+      } else {
+        k_cache.narrow(0, 0, samples).narrow(2, position_, rows).copy_(qkv.select(2, 1).transpose(1, 2));
+        v_cache.narrow(0, 0, samples).narrow(2, position_, rows).copy_(qkv.select(2, 2).transpose(1, 2));
+      }
       const at::Tensor q = qkv.select(2, 0).to(attention_type_).contiguous();
       const at::Tensor attended = at::empty_like(q);
       const bool probing = layer == probe_.layer;
@@ -140,8 +156,8 @@ at::Tensor TorchDecoder::run_blocks(at::Tensor h, int64_t samples, int64_t rows)
                   : at::Tensor();
       attend(layer, q, attended, lse, samples, rows);
       if (probing) {
-        probe_q_ = q.select(1, rows - 1).select(1, probe_.head).to(at::kFloat).clone();
-        probe_lse_ = lse.select(1, probe_.head).clone();
+        probe_q_.narrow(0, 0, samples).copy_(q.select(1, rows - 1).select(1, probe_.head));
+        probe_lse_.narrow(0, 0, samples).copy_(lse.select(1, probe_.head));
         probe_position_ = position_ + rows - 1;
         probe_of_prefix_ = samples < batch_;
       }
@@ -153,10 +169,7 @@ at::Tensor TorchDecoder::run_blocks(at::Tensor h, int64_t samples, int64_t rows)
 }
 
 void TorchDecoder::step(const int32_t* input_tokens, float* logits) {
-  if (position_ >= capacity_) {
-    throw std::out_of_range("decoder: position " + std::to_string(position_) + " is past the capacity of " +
-                            std::to_string(capacity_));
-  }
+  check_position();
   check_tokens(input_tokens, batch_);
   at::NoGradGuard no_grad;
   const at::Tensor h = run_blocks(embed(input_tokens, batch_, 1), batch_, 1);
@@ -164,23 +177,56 @@ void TorchDecoder::step(const int32_t* input_tokens, float* logits) {
   const at::Tensor host = model_->head(h).reshape({batch_, 256}).to(at::kFloat).to(at::kCPU).contiguous();
   std::memcpy(logits, host.data_ptr<float>(), static_cast<size_t>(batch_ * 256) * sizeof(float));
   ++position_;
+  device_position_stale_ = true;
 }
 
-at::Tensor TorchDecoder::step_on_device(const at::Tensor& input_tokens) {
-  if (position_ >= capacity_) {
-    throw std::out_of_range("decoder: position " + std::to_string(position_) + " is past the capacity of " +
-                            std::to_string(capacity_));
-  }
+at::Tensor TorchDecoder::step_on_device(const at::Tensor& input_tokens, const at::Tensor& added) {
+  check_position();
   if (input_tokens.dim() != 1 || input_tokens.size(0) != batch_ || input_tokens.device() != device_ ||
       input_tokens.scalar_type() != at::kLong) {
     throw std::invalid_argument("decoder: step_on_device takes [" + std::to_string(batch_) +
                                 "] int64 tokens on " + device_.str());
   }
+  if (added.defined() && (added.dim() != 2 || added.size(0) != batch_ || added.size(1) != config_.d_model ||
+                          added.device() != device_)) {
+    throw std::invalid_argument("decoder: step_on_device adds [" + std::to_string(batch_) + ", " +
+                                std::to_string(config_.d_model) + "] rows on " + device_.str());
+  }
   if (added_embedding_) throw std::logic_error("decoder: step_on_device adds no host rows to the embedding");
+  prepare_device_steps();
   at::NoGradGuard no_grad;
-  const at::Tensor h = run_blocks(model_->embed(input_tokens.view({batch_, 1}), position_), batch_, 1);
+  at::Tensor h = model_->embed_at(input_tokens.view({batch_, 1}), position_on_device_);
+  if (added.defined()) h = h + added.to(h.scalar_type()).view({batch_, 1, config_.d_model});
+  on_device_step_ = true;
+  try {
+    h = run_blocks(h, batch_, 1);
+  } catch (...) {
+    on_device_step_ = false;
+    throw;
+  }
+  on_device_step_ = false;
+  position_on_device_.add_(1);
   ++position_;
   return model_->head(h).reshape({batch_, 256}).to(at::kFloat);
+}
+
+void TorchDecoder::prepare_device_steps() {
+  if (!device_position_stale_) return;
+  position_on_device_.fill_(position_);
+  device_position_stale_ = false;
+}
+
+void TorchDecoder::replayed(int64_t steps) {
+  if (steps < 0 || position_ + steps > capacity_) {
+    throw std::out_of_range("decoder: " + std::to_string(steps) + " replayed steps from position " +
+                            std::to_string(position_) + " run past the capacity of " +
+                            std::to_string(capacity_));
+  }
+  position_ += steps;
+  if (probe_.on() && steps > 0) {
+    probe_position_ = position_ - 1;
+    probe_of_prefix_ = false;
+  }
 }
 
 void TorchDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count) {
@@ -208,6 +254,7 @@ void TorchDecoder::step_common_prefix(const int32_t* input_tokens, int64_t count
   }
   position_ += count;
   common_prefix_ = position_;
+  device_position_stale_ = true;
 }
 
 void TorchDecoder::rewind(int64_t position) {
@@ -218,6 +265,7 @@ void TorchDecoder::rewind(int64_t position) {
   position_ = position;
   common_prefix_ = std::min(common_prefix_, position);
   probe_position_ = -1;
+  device_position_stale_ = true;
 }
 
 void TorchDecoder::skip_to_for_timing(int64_t position) {
@@ -226,11 +274,15 @@ void TorchDecoder::skip_to_for_timing(int64_t position) {
                             std::to_string(position_) + " (capacity " + std::to_string(capacity_) + ")");
   }
   position_ = position;
+  device_position_stale_ = true;
 }
 
 void TorchDecoder::set_probe(int layer, int head) {
   probe_.choose(config_, layer, head);
   probe_position_ = -1;
+  const auto options = at::TensorOptions().dtype(at::kFloat).device(device_);
+  probe_q_ = at::zeros({batch_, config_.head_dim()}, options);
+  probe_lse_ = at::zeros({batch_}, options);
 }
 
 void TorchDecoder::probe(int64_t sample, std::vector<int64_t>& positions, std::vector<float>& weights) const {

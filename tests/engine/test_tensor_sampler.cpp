@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -130,6 +131,53 @@ TEST(DecodeStepsOnDevice, DrawTheBytesOfTheHostLoop) {
   EXPECT_THROW(
       stx::engine::decode_steps_on_device(device, first[0], s, at::zeros({2, kBatch + 1}, at::kDouble)),
       stx::engine::Error);
+}
+
+// The drawer the sampler uses: blocks of 8 with a short last one give the bytes of the host loop; on the
+// CPU it makes no graph and says why, and its full blocks run eagerly.
+TEST(DeviceBlockDrawer, DrawsTheBytesOfTheHostLoopAndSaysWhyItHasNoGraph) {
+  stx::models::ModelConfig config = stx::test::tiny_model_config(stx::models::DataKind::text);
+  at::manual_seed(3);
+  stx::models::SparseTransformer model(config);
+  model->eval();
+  constexpr int64_t kBatch = 2, kBlock = 8, kSteps = 3 * kBlock + 5;
+  stx::models::TorchDecoder host(model, kBatch, 0, stx::kernels::DType::f32, at::Device(at::kCPU));
+  stx::models::TorchDecoder device(model, kBatch, 0, stx::kernels::DType::f32, at::Device(at::kCPU));
+  SamplingSettings s;
+  s.temperature = 0.8;
+  s.top_k = 40;
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  const at::Tensor u = at::empty({kSteps, kBatch}, at::kDouble);
+  for (int64_t i = 0; i < u.numel(); ++i) u.data_ptr<double>()[i] = uniform(rng);
+  std::vector<int32_t> inputs(kBatch, 256);
+  std::vector<float> logits(kBatch * 256);
+  std::vector<int64_t> want;
+  for (int64_t k = 0; k < kSteps; ++k) {
+    host.step(inputs.data(), logits.data());
+    for (int64_t b = 0; b < kBatch; ++b) {
+      inputs[b] = stx::engine::pick_byte(logits.data() + b * 256, s, u[k][b].item<double>());
+      want.push_back(inputs[b]);
+    }
+  }
+  stx::engine::DeviceBlockDrawer drawer(device, s, kBlock);
+  EXPECT_NE(drawer.graph_status().find("not tried yet"), std::string::npos) << drawer.graph_status();
+  std::vector<int64_t> got;
+  at::Tensor first = at::full({kBatch}, 256, at::kLong);
+  for (int64_t done = 0; done < kSteps;) {
+    const int64_t steps = std::min(kBlock, kSteps - done);
+    const at::Tensor drawn = drawer.draw(first, u.narrow(0, done, steps)).contiguous();
+    got.insert(got.end(), drawn.data_ptr<int64_t>(), drawn.data_ptr<int64_t>() + drawn.numel());
+    first = drawn[steps - 1].clone();
+    done += steps;
+    EXPECT_EQ(device.position(), done);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_FALSE(drawer.graphed());
+  EXPECT_NE(drawer.graph_status().find("CUDA device"), std::string::npos) << drawer.graph_status();
+  EXPECT_EQ(drawer.launches_per_step(), -1.0);
+  EXPECT_THROW(drawer.draw(first, u.narrow(0, 0, 0)), stx::engine::Error);
+  EXPECT_THROW(drawer.draw(first, at::zeros({kBlock + 1, kBatch}, at::kDouble)), stx::engine::Error);
 }
 
 TEST(PickBytes, ShapesThatDoNotFitAreRefused) {

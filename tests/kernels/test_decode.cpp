@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,7 +28,18 @@ constexpr int64_t kSpareCapacity = 29;  // cache slots past the sequence end
 // again without lse [B, H, D].
 struct Decoded {
   std::vector<double> out, lse, last_out_without_lse;
+  // The last position again, read by the kernel from memory (DecodeParams::position_in_memory) [B, H, D],
+  // and whether a position in memory past the capacity was refused (CPU) or made out NaN (CUDA).
+  std::vector<double> last_out_from_memory;
+  bool past_capacity_refused = false;
 };
+
+// An int64 in a backend's memory, as the bits of two float32 elements.
+std::unique_ptr<Buffer> upload_position(const Backend& backend, int64_t position) {
+  std::vector<float> bits(2);
+  std::memcpy(bits.data(), &position, sizeof position);
+  return backend.upload(bits, DType::f32);
+}
 
 // Decodes `positions` (ascending) of the case on one backend. Cache slots not yet written hold NaN, so
 // reading past the query's position (or past the sequence end) would poison the result.
@@ -94,6 +107,33 @@ void decode_positions(const Backend& backend, const AttentionCase& kc, DType dty
   decoded.last_out_without_lse.resize(static_cast<size_t>(B * H * D));
   for (int64_t bh = 0; bh < B * H; ++bh)
     for (int64_t x = 0; x < D; ++x) decoded.last_out_without_lse[bh * D + x] = got_out[bh * row + x];
+
+  // The position read from memory: p.position is then ignored.
+  const auto at_last = upload_position(backend, p.position);
+  p.position_in_memory = static_cast<const int64_t*>(at_last->data());
+  p.position = -7;
+  out->write(0, unwritten_out.data(), out->elements());
+  ASSERT_NO_THROW(backend.decode(p));
+  const std::vector<float> from_memory = out->read();
+  decoded.last_out_from_memory.resize(static_cast<size_t>(B * H * D));
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t x = 0; x < D; ++x) decoded.last_out_from_memory[bh * D + x] = from_memory[bh * row + x];
+  const auto past_end = upload_position(backend, capacity);
+  p.position_in_memory = static_cast<const int64_t*>(past_end->data());
+  out->write(0, std::vector<float>(static_cast<size_t>(out->elements()), 0.0f).data(), out->elements());
+  if (backend.device() == Device::cpu) {
+    try {
+      backend.decode(p);
+    } catch (const Error&) {
+      decoded.past_capacity_refused = true;
+    }
+  } else {
+    ASSERT_NO_THROW(backend.decode(p));
+    const std::vector<float> past = out->read();
+    decoded.past_capacity_refused = true;
+    for (int64_t bh = 0; bh < B * H; ++bh)
+      for (int64_t x = 0; x < D; ++x) decoded.past_capacity_refused &= std::isnan(past[bh * row + x]);
+  }
 }
 
 // The backend's full forward at the positions: out [B, H, P, D], lse [B, H, P].
@@ -173,6 +213,11 @@ void expect_decode_matches(const CaseInDtype& param, const std::vector<const Bac
       for (int64_t x = 0; x < D; ++x) last_with_lse[bh * D + x] = decoded.out[(bh * P + P - 1) * D + x];
     EXPECT_TRUE(matches_reference("decode out without lse", decoded.last_out_without_lse, last_with_lse,
                                   {B, H, D}, tol.values));
+    // and a position the kernel reads from memory gives the same row; one past the capacity is refused
+    // on the CPU, NaN on CUDA (where it cannot be checked before the launch)
+    EXPECT_TRUE(matches_reference("decode out, position from memory", decoded.last_out_from_memory,
+                                  last_with_lse, {B, H, D}, tol.values));
+    EXPECT_TRUE(decoded.past_capacity_refused);
   }
 }
 

@@ -192,6 +192,72 @@ void expect_device_steps_equal_host_steps(const at::Device& device) {
 
 TEST(TorchDecoder, DeviceResidentStepsEqualHostStepsOnTheCpu) { expect_device_steps_equal_host_steps(kCpu); }
 
+// The device-resident step's position lives on the device: host steps, a prompt, a rewind and device
+// steps mixed on one decoder give the host decoder's logits (the device's position follows each host
+// move), rows added on the device are the host's add_to_next_embedding, the probe reads the same weights,
+// and replayed() moves the host's count as a graph replay moves the device's.
+void expect_device_position_follows_the_host(const at::Device& device, DType cache) {
+  const ModelConfig config = stx::test::small_decoder_config(Pattern::strided);
+  SparseTransformer model = random_model(config);
+  at::manual_seed(8);
+  const int64_t d = config.d_model;
+  const at::Tensor bytes = at::randint(0, 256, {2, config.context}, at::kLong);
+  const at::Tensor added = at::randn({config.context, 2, d});
+  TorchDecoder host(model, 2, 0, cache, device), mixed(model, 2, 0, cache, device);
+  host.set_probe(1, 0);
+  mixed.set_probe(1, 0);
+  std::vector<int32_t> inputs(2);
+  std::vector<float> want(2 * 256), got(2 * 256);
+  const auto inputs_at = [&](int64_t i) {
+    for (int64_t b = 0; b < 2; ++b)
+      inputs[b] = i == 0 ? 256 : static_cast<int32_t>(bytes[b][i - 1].item<int64_t>());
+  };
+  // A shared prompt of 3 positions, then positions 3..context-1 alternating runs of host and device steps.
+  std::vector<int32_t> prompt = {256, 7, 9};
+  host.step_common_prefix(prompt.data(), 3);
+  mixed.step_common_prefix(prompt.data(), 3);
+  for (int64_t i = 3; i < config.context; ++i) {
+    inputs_at(i);
+    const at::Tensor rows = added[i].contiguous();
+    host.add_to_next_embedding(rows.data_ptr<float>());
+    host.step(inputs.data(), want.data());
+    if ((i / 5) % 2 == 0) {  // five host steps, then five device steps
+      mixed.add_to_next_embedding(rows.data_ptr<float>());
+      mixed.step(inputs.data(), got.data());
+    } else {
+      const at::Tensor tokens = at::tensor(std::vector<int64_t>(inputs.begin(), inputs.end()), at::kLong);
+      const at::Tensor logits =
+          mixed.step_on_device(tokens.to(device), rows.to(device)).to(kCpu).contiguous();
+      std::copy_n(logits.data_ptr<float>(), 2 * 256, got.begin());
+      ASSERT_EQ(mixed.device_position().to(kCpu).item<int64_t>(), i + 1);
+    }
+    ASSERT_EQ(mixed.position(), i + 1);
+    for (int64_t k = 0; k < 2 * 256; ++k)
+      ASSERT_NEAR(got[k], want[k], 1e-5) << "position " << i << " logit " << k;
+    std::vector<int64_t> positions, want_positions;
+    std::vector<float> weights, want_weights;
+    mixed.probe(1, positions, weights);
+    host.probe(1, want_positions, want_weights);
+    ASSERT_EQ(positions, want_positions) << "position " << i;
+    for (size_t j = 0; j < weights.size(); ++j) ASSERT_NEAR(weights[j], want_weights[j], 1e-5);
+  }
+  // A rewind moves the device's position back too; replayed() moves only the host's count, and keeps it
+  // within the capacity.
+  mixed.rewind(4);
+  mixed.prepare_device_steps();
+  EXPECT_EQ(mixed.device_position().to(kCpu).item<int64_t>(), 4);
+  mixed.replayed(3);
+  EXPECT_EQ(mixed.position(), 7);
+  EXPECT_THROW(mixed.replayed(config.context), std::out_of_range);
+  EXPECT_THROW(mixed.step_on_device(at::zeros({2}, at::kLong).to(device), at::zeros({2, d + 1}).to(device)),
+               std::invalid_argument);
+}
+
+TEST(TorchDecoder, DevicePositionFollowsTheHostOnTheCpu) {
+  expect_device_position_follows_the_host(kCpu, DType::f32);
+  expect_device_position_follows_the_host(kCpu, DType::f16);
+}
+
 TEST(TorchDecoder, EqualsForwardOnTheCpu) { expect_every_pattern_equals_forward(kCpu); }
 TEST(TorchDecoder, APromptThenStepsEqualForwardOnTheCpu) { expect_prefix_then_steps_equal_forward(kCpu); }
 TEST(TorchDecoder, RewindReplaysOnTheCpu) { expect_rewind_replays(kCpu); }
@@ -228,6 +294,11 @@ TEST(CudaDecoder, APromptThenStepsEqualTheCudaForward) {
 TEST(CudaDecoder, DeviceResidentStepsEqualHostSteps) {
   STX_SKIP_WITHOUT_CUDA();
   expect_device_steps_equal_host_steps(kCuda);
+}
+TEST(CudaDecoder, DevicePositionFollowsTheHost) {
+  STX_SKIP_WITHOUT_CUDA();
+  expect_device_position_follows_the_host(kCuda, DType::f32);
+  expect_device_position_follows_the_host(kCuda, DType::f16);
 }
 TEST(CudaDecoder, RewindReplays) {
   STX_SKIP_WITHOUT_CUDA();

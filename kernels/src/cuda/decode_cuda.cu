@@ -88,7 +88,8 @@ struct DecodeArgs {
   T* out;            // [batch, heads, dim]
   float* lse;        // [batch, heads] or null
   Strides q_stride, k_stride, v_stride, out_stride;
-  int64_t heads, position;
+  int64_t heads, position, capacity;
+  const int64_t* position_in_memory;  // or null: see DecodeParams::position_in_memory
   int64_t columns, rows_per_column;  // the cache's row order: see DecodeParams::cache_columns
   const T* k_window;                 // or null: see DecodeParams::k_window
   const T* v_window;
@@ -106,7 +107,14 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_kernel(DecodeArgs<T> a,
 
   const int64_t head = a.first_head + blockIdx.x, batch = blockIdx.y;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const AttendedKeys keys = attended_keys(chunk.patterns[blockIdx.x], a.position);
+  const int64_t position = a.position_in_memory != nullptr ? *a.position_in_memory : a.position;
+  T* out = a.out + batch * a.out_stride.batch + head * a.out_stride.head;
+  if (position < 0 || position >= a.capacity) {  // only a position read from memory can be out of range
+    for (int d = threadIdx.x; d < a.dim; d += kDecodeThreads) store_float(out + d, NAN);
+    if (a.lse != nullptr && threadIdx.x == 0) a.lse[batch * a.heads + head] = NAN;
+    return;
+  }
+  const AttendedKeys keys = attended_keys(chunk.patterns[blockIdx.x], position);
 
   const T* q = a.q + batch * a.q_stride.batch + head * a.q_stride.head;
   const T* k = a.k_cache + batch * a.k_stride.batch + head * a.k_stride.head;
@@ -124,7 +132,7 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_kernel(DecodeArgs<T> a,
   const int64_t count = keys.count();
   for (int64_t t = warp; t < count; t += kDecodeWarps) {
     const int64_t key = keys.key_at(t);
-    const bool in_window = kw != nullptr && key > a.position - a.columns;
+    const bool in_window = kw != nullptr && key > position - a.columns;
     const T* kr = in_window ? kw + (key % a.columns) * a.k_window_stride.seq
                             : k + (a.columns > 0 ? (key % a.columns) * a.rows_per_column + key / a.columns : key) *
                                       a.k_stride.seq;
@@ -164,7 +172,6 @@ __global__ void __launch_bounds__(kDecodeThreads) decode_kernel(DecodeArgs<T> a,
   float total_sum = 0.0f;
   if (total_max != -INFINITY)
     for (int w = 0; w < kDecodeWarps; ++w) total_sum += warp_sum_s[w] * __expf(warp_max_s[w] - total_max);
-  T* out = a.out + batch * a.out_stride.batch + head * a.out_stride.head;
   for (int d = threadIdx.x; d < a.dim; d += kDecodeThreads) {
     float value = 0.0f;
     if (total_sum > 0.0f) {
@@ -191,6 +198,8 @@ void launch_decode(const DecodeParams& p) {
   a.out_stride = p.out_stride;
   a.heads = p.heads;
   a.position = p.position;
+  a.capacity = p.capacity;
+  a.position_in_memory = p.position_in_memory;
   a.columns = p.cache_columns;
   a.k_window = static_cast<const T*>(p.k_window);
   a.v_window = static_cast<const T*>(p.v_window);

@@ -1,4 +1,5 @@
-// Uploads a Layout's block lists, masks and work items to the device once per device, and counts devices.
+// Uploads a Layout's block lists, masks and work items to the device once per device, counts devices, and
+// counts the nodes of a graph being captured.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -25,6 +26,22 @@ std::string cuda_device_name(int index) {
     return "";
   }
   return properties.name;
+}
+
+int64_t cuda_captured_nodes(void* stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr, &graph) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  size_t nodes = 0;
+  if (status != cudaStreamCaptureStatusActive || graph == nullptr ||
+      cudaGraphGetNodes(graph, nullptr, &nodes) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return static_cast<int64_t>(nodes);
 }
 
 DeviceLayout::~DeviceLayout() {

@@ -13,7 +13,11 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+#include <string>
+
 #include "stx/engine/sample_request.h"
+#include "stx/models/captured_work.h"
 #include "stx/models/torch_decoder.h"
 
 namespace stx::engine {
@@ -27,5 +31,36 @@ at::Tensor pick_bytes(const at::Tensor& logits, const SamplingSettings& settings
 // pick_byte() with the same uniforms.
 at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tensor& first_inputs,
                                   const SamplingSettings& settings, const at::Tensor& uniforms);
+
+// decode_steps_on_device block after block, full blocks of `block_steps` replayed from a CUDA graph where
+// the device allows (models/captured_work.h): captured at the second full block, once an eager one has
+// woken LibTorch's lazily made state, then replayed with each block's first inputs and uniforms copied
+// into the graph's own buffers first. Shorter blocks, and every block where no graph can be made (the CPU,
+// a LibTorch without CUDA, STX_CUDA_GRAPHS=0, a capture that failed), run eagerly: the same bytes either
+// way, as the graph replays the very launches of the eager block.
+class DeviceBlockDrawer {
+ public:
+  DeviceBlockDrawer(models::TorchDecoder& decoder, const SamplingSettings& settings, int64_t block_steps);
+
+  // decode_steps_on_device(decoder, first_inputs, settings, uniforms) with uniforms [n, B], n <= block_steps.
+  // The result is valid until the next call (a replay writes the graph's own output buffer).
+  at::Tensor draw(const at::Tensor& first_inputs, const at::Tensor& uniforms);
+
+  // Whether full blocks replay a graph, and what it holds or why there is none: "a CUDA graph of 1,984
+  // launches a block of 32 steps (62 a step)", or "not tried yet" / the capture's failure.
+  bool graphed() const { return graph_.captured(); }
+  std::string graph_status() const;
+  // The graph's launches per step, or -1 without a graph or when unknown.
+  double launches_per_step() const;
+
+ private:
+  models::TorchDecoder& decoder_;
+  SamplingSettings settings_;
+  int64_t block_steps_ = 0;
+  int64_t eager_full_blocks_ = 0;
+  bool capture_tried_ = false;
+  models::CapturedWork graph_;
+  at::Tensor first_, uniforms_, drawn_;  // the graph's buffers
+};
 
 }  // namespace stx::engine

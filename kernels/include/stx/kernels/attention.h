@@ -85,6 +85,11 @@ struct DecodeParams {
   int64_t batch = 0, heads = 0, head_dim = 0;
   int64_t capacity = 0;  // positions the cache can hold
   int64_t position = 0;  // the query's position i, 0 <= i < capacity
+  // Optional: where i is read from when the kernel runs, instead of `position` (device memory on CUDA, host
+  // memory on the CPU). A decode step whose position lives on the device has launch arguments that are the
+  // same at every position, so that a block of steps can be captured once as a CUDA graph and replayed. On
+  // CUDA the value cannot be checked before the launch: one outside [0, capacity) makes out (and lse) NaN.
+  const int64_t* position_in_memory = nullptr;
   // The row of the caches that holds position j: j itself when 0 (natural order), else
   // cache_row(j, cache_columns, capacity): the residue classes mod L = cache_columns stored one after
   // another, so every L-th key before i (the strided pattern's A2) is one contiguous run instead of keys
@@ -140,6 +145,10 @@ bool built_with_cuda();
 bool cuda_device_available();
 // The name of CUDA device `index` ("NVIDIA H100 80GB HBM3"), or "" when there is none or no CUDA build.
 std::string cuda_device_name(int index = 0);
+// The nodes (kernel launches, copies, memsets) of the CUDA graph being captured on `stream` (a
+// cudaStream_t) so far: how many launches a captured block of work replays. -1 when the stream is not
+// capturing, or in a build without CUDA.
+int64_t cuda_captured_nodes(void* stream);
 
 const char* to_string(DType t);
 size_t dtype_size(DType t);

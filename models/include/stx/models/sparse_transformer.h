@@ -70,6 +70,10 @@ class SparseTransformerImpl : public torch::nn::Module {
   // The pieces the incremental sampler needs (engine/sampler): embedding of the input token at each
   // position (token 256 is the start token), the blocks, and the output head.
   at::Tensor embed(const at::Tensor& input_tokens, int64_t first_position);
+  // The same at positions held in a tensor ([T] int64 on the tokens' device) rather than given by the host:
+  // a decode step whose position lives on the device. The positions are not range-checked (that would read
+  // them on the host); they must lie in [0, context).
+  at::Tensor embed_at(const at::Tensor& input_tokens, const at::Tensor& positions);
   at::Tensor head(const at::Tensor& h);
   // ModelConfig::expert only: what the expert adds to the embedding ([..., d] for [...] bytes and features),
   // and the product of experts, lambda * network_logits + w * expert_log_probs.
@@ -99,6 +103,7 @@ class SparseTransformerImpl : public torch::nn::Module {
  private:
   void initialise();
   at::Tensor position_embedding(int64_t first_position, int64_t length, const at::Device& device);
+  at::Tensor position_embedding_of(const at::Tensor& coordinates);  // [T, axes] -> [T, d]
   ModelConfig config_;
   // position_coordinates of 0..context-1, one column per axis: [context, axes] int64, built once.
   at::Tensor coordinates_;

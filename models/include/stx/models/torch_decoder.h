@@ -49,8 +49,20 @@ class TorchDecoder final : public TokenDecoder {
   // loop): input_tokens [batch] int64 on device() -> logits [batch, 256] float32 on device(), with no copy to
   // or from the host and no synchronisation. The tokens are not range-checked (that would read them on the
   // host): they are bytes the caller drew, or 256. Rows given to add_to_next_embedding are refused
-  // (std::logic_error): the history inputs' decoders work on the host.
-  at::Tensor step_on_device(const at::Tensor& input_tokens);
+  // (std::logic_error): the history inputs' decoders work on the host; `added` ([batch, d] float32 on the
+  // device, or undefined) is added to the embedding instead.
+  //
+  // Its position lives on the device too (device_position()): the embedding looks it up there, the caches
+  // are written at it and the attention kernel reads it there, and the step ends by adding one to it. So
+  // every launch of a step is the same at every position, and k steps captured as a CUDA graph replay as
+  // the next k steps (decode_graph.h). The host keeps its own count as well (position()).
+  at::Tensor step_on_device(const at::Tensor& input_tokens, const at::Tensor& added = at::Tensor());
+  // The position step_on_device reads: [1] int64 on device(). prepare_device_steps() makes it position()
+  // (one small launch; none when it already is), and must come before a graph's capture or replay;
+  // after a replay of k steps, replayed(k) moves position() on by k, as the k steps did the device's.
+  const at::Tensor& device_position() const { return position_on_device_; }
+  void prepare_device_steps();
+  void replayed(int64_t steps);
   void step_common_prefix(const int32_t* input_tokens, int64_t count) override;
   void add_to_next_embedding(const float* rows) override { added_embedding_ = rows; }
   void rewind(int64_t position) override;
@@ -71,6 +83,8 @@ class TorchDecoder final : public TokenDecoder {
   // layer `layer`'s caches into out (same shape and type); lse [samples, heads] of the last row, or undefined.
   void attend(int layer, const at::Tensor& q, const at::Tensor& out, const at::Tensor& lse, int64_t samples,
               int64_t rows) const;
+  // Throws past the capacity.
+  void check_position() const;
   at::Tensor input_tensor(const int32_t* tokens, int64_t samples, int64_t rows) const;
   // The embedding of `rows` input tokens of `samples` samples from position_ on ([samples, rows, d]), with
   // add_to_next_embedding's rows.
@@ -92,7 +106,13 @@ class TorchDecoder final : public TokenDecoder {
   ProbedHead probe_;                        // set_probe's choice
   int64_t probe_position_ = -1;
   bool probe_of_prefix_ = false;    // the last probe was of a prefix: sample 0's, which every sample shares
-  at::Tensor probe_q_, probe_lse_;  // [samples, head_dim] fp32, [samples] fp32, on the device
+  // [batch, head_dim] fp32, [batch] fp32 on the device, allocated by set_probe and written in place (rows
+  // [0, samples) of the last call), so that a replayed graph leaves its probe where probe() reads it.
+  at::Tensor probe_q_, probe_lse_;
+  // step_on_device's position, and whether the host has moved position_ since the device's was last set.
+  at::Tensor position_on_device_;
+  bool device_position_stale_ = true;
+  bool on_device_step_ = false;  // run_blocks is under step_on_device: the position is the device's
 };
 
 }  // namespace stx::models
