@@ -1,17 +1,15 @@
-#include "commands.h"
-
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <torch/cuda.h>
 #include <omp.h>
+#include <torch/cuda.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,15 +18,17 @@
 #include <thread>
 #include <vector>
 
+#include "commands.h"
+#include "contention.h"
 #include "stx/engine/io/atomic_file.h"
-#include "stx/kernels/attention.h"
 #include "stx/engine/tensor_sampler.h"
+#include "stx/kernels/attention.h"
 #include "stx/models/cpu_decoder.h"
+#include "stx/models/device_expert.h"
 #include "stx/models/expert_decoder.h"
 #include "stx/models/model_config.h"
 #include "stx/models/sparse_transformer.h"
 #include "stx/models/torch_decoder.h"
-#include "contention.h"
 #include "timing.h"
 
 namespace stx::bench {
@@ -62,7 +62,8 @@ struct SampleBenchOptions {
   // position, so that its cost per sample is measured against the network alone.
   std::vector<int64_t> expert_orders = {0};
   // cpu: IncrementalDecoder; cuda: TorchDecoder, each step as generation ran it before ("step", the logits
-  // copied to the host every step) and drawn on the device in blocks ("resident", decode_steps_on_device).
+  // copied to the host every step), drawn on the device in blocks ("resident", decode_steps_on_device), and
+  // those blocks replayed from a CUDA graph ("graph", DeviceBlockDrawer, as the sampler draws them).
   std::vector<std::string> devices = {"cpu"};
   std::string json_path;
 };
@@ -78,6 +79,7 @@ struct Row {
   int contend = 0;  // busy threads beside it
   int64_t expert = 0;  // the linear-prediction expert's order, 0 for none
   double tokens_per_s = 0, steps_per_s = 0;
+  double launches_per_step = -1;  // graph rows: the graph's launches over its steps; -1 elsewhere
   double vs_first = 0;  // tokens/s against the first row timed at this position; 0 for that row itself
   double vs_first_position = 0;  // tokens/s against this setting's first position; 0 at that position
   std::vector<double> tokens_per_s_by_round;  // what the median above was taken over
@@ -113,6 +115,7 @@ constexpr int64_t kTimedPositions = 9;
 struct TimedDecoder {
   std::unique_ptr<models::TokenDecoder> decoder;
   std::function<int64_t()> call;
+  std::function<double()> launches_per_step;  // graph rows only
 };
 
 TimedDecoder cpu_decoder_at(models::SparseTransformer& model, int64_t batch, int64_t position,
@@ -153,32 +156,59 @@ TimedDecoder cpu_decoder_at(models::SparseTransformer& model, int64_t batch, int
 }
 
 TimedDecoder cuda_decoder_at(models::SparseTransformer& model, int64_t batch, int64_t position,
-                             const std::string& kv_cache, bool resident) {
+                             const std::string& kv_cache, const std::string& mode) {
   const int64_t capacity = model->config().context;
+  const bool resident = mode == "resident" || mode == "graph";
   auto network = std::make_unique<models::TorchDecoder>(
       model, batch, capacity, kv_cache == "float16" ? kernels::DType::f16 : kernels::DType::f32,
       at::Device(at::kCUDA, 0));
-  network->skip_to_for_timing(position);
+  // A graph row first draws an eager block and the block it captures (and replays), before the position.
+  const int64_t start = mode == "graph" ? std::max<int64_t>(0, position - 3 * kResidentBlock) : position;
+  network->skip_to_for_timing(start);
   models::TorchDecoder* torch_decoder = network.get();
   TimedDecoder t;
   t.decoder = models::with_history_inputs(model, std::move(network));
-  if (resident && t.decoder.get() != torch_decoder) {
-    throw std::invalid_argument("stx-bench sample: a model with history inputs (amplitudes, the expert) "
-                                "decodes on the host: no resident rows");
+  const bool with_expert = dynamic_cast<models::ExpertDecoder*>(t.decoder.get()) != nullptr;
+  if (resident && t.decoder.get() != torch_decoder && !with_expert) {
+    throw std::invalid_argument(
+        "stx-bench sample: a model with amplitude inputs decodes on the host: no "
+        "resident rows");
   }
   models::TokenDecoder* decoder = t.decoder.get();
   if (resident) {
-    auto first = std::make_shared<at::Tensor>(at::full({batch}, 65, at::TensorOptions().dtype(at::kLong).device(torch_decoder->device())));
+    const at::Device device = torch_decoder->device();
+    const auto options = at::TensorOptions().device(device);
+    auto first = std::make_shared<at::Tensor>(at::full({batch}, 65, options.dtype(at::kLong)));
+    // The expert's steps on the device too, its history a tone up to the start (and its fit over it).
+    std::shared_ptr<models::DeviceLinearExpert> expert;
+    if (with_expert) {
+      expert = std::make_shared<models::DeviceLinearExpert>(model, batch, capacity, device);
+      std::vector<uint8_t> tone(static_cast<size_t>(std::max<int64_t>(start, 1)));
+      for (size_t i = 0; i < tone.size(); ++i)
+        tone[i] = static_cast<uint8_t>(128 + 60 * std::sin(0.05 * static_cast<double>(i)));
+      expert->fill_for_timing(tone.data(), start);
+    }
+    auto drawer = std::make_shared<engine::DeviceBlockDrawer>(*torch_decoder, engine::SamplingSettings{},
+                                                              kResidentBlock, expert.get(), mode == "graph");
     t.call = [=] {
-      const int64_t steps = std::min(kResidentBlock, capacity - torch_decoder->position());
+      // Blocks as the sampler draws them: ending on multiples of the block and at the expert's fits. The
+      // bytes come back to the host once a block.
+      const int64_t at = torch_decoder->position();
+      int64_t steps = std::min(kResidentBlock - at % kResidentBlock, capacity - at);
+      if (expert) steps = std::min(steps, expert->steps_before_refit(at));
       if (steps < 1) return int64_t{0};
-      const at::Tensor uniforms = at::rand({steps, batch}, at::TensorOptions().dtype(at::kDouble).device(torch_decoder->device()));
-      // The bytes come back to the host once a block, as the sampler reads them.
-      const at::Tensor drawn = engine::decode_steps_on_device(*torch_decoder, *first, engine::SamplingSettings{}, uniforms);
+      const at::Tensor uniforms = at::rand({steps, batch}, options.dtype(at::kDouble));
+      const at::Tensor drawn = drawer->draw(*first, uniforms);
       *first = drawn[steps - 1].clone();
       (void)drawn.to(at::kCPU);
       return steps;
     };
+    if (mode == "graph") {
+      // The eager block and the captured one (after a short first block to the alignment).
+      for (int calls = 0; calls < 3 && !drawer->graphed() && t.call() > 0;) ++calls;
+      t.launches_per_step = [drawer] { return drawer->launches_per_step(); };
+      if (!drawer->graphed()) std::printf("# %s\n", drawer->graph_status().c_str());
+    }
   } else {
     auto inputs = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(batch), 65);
     auto logits = std::make_shared<std::vector<float>>(static_cast<size_t>(batch * 256));
@@ -196,8 +226,9 @@ TimedDecoder cuda_decoder_at(models::SparseTransformer& model, int64_t batch, in
 Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, double seconds,
             const std::string& kv_cache, const std::string& weights, const std::string& mode,
             const std::string& device, int contend) {
-  TimedDecoder timed = device == "cuda" ? cuda_decoder_at(model, batch, position, kv_cache, mode == "resident")
-                                        : cpu_decoder_at(model, batch, position, kv_cache, weights, mode == "prompt");
+  TimedDecoder timed = device == "cuda"
+                           ? cuda_decoder_at(model, batch, position, kv_cache, mode)
+                           : cpu_decoder_at(model, batch, position, kv_cache, weights, mode == "prompt");
   // Started before the warm-up, so that the scheduler has seen them before the clock starts.
   BusyPrograms busy(contend, 10 * seconds + 60);
   timed.call();  // warm-up: first touch of the buffers
@@ -219,6 +250,7 @@ Row time_at(models::SparseTransformer& model, int64_t batch, int64_t position, d
   r.position = position;
   r.steps_per_s = static_cast<double>(steps) / elapsed;
   r.tokens_per_s = r.steps_per_s * static_cast<double>(batch);
+  if (timed.launches_per_step) r.launches_per_step = timed.launches_per_step();
   return r;
 }
 
@@ -231,6 +263,8 @@ void print_row(const Row& r) {
               r.kv_cache.c_str(), static_cast<long long>(r.expert), static_cast<long long>(r.batch), r.contend,
               static_cast<long long>(r.position), r.tokens_per_s, r.steps_per_s, ratio,
               r.device == "cuda" ? "cuda" : r.cpu_path.c_str(), r.device.c_str(), r.mode.c_str(), by_position);
+  if (r.launches_per_step >= 0)
+    std::printf("%-10s  (the graph replays %.1f launches a step)\n", "", r.launches_per_step);
   std::fflush(stdout);
 }
 
@@ -294,10 +328,13 @@ void run(const SampleBenchOptions& o) {
               for (const std::string& path : o.cpu_paths) {
                 for (const std::string& device : o.devices) {
                   // On the CPU a step, and a prompt's chunk when asked for; on CUDA the host loop's step and,
-                  // for the network alone, the resident block.
+                  // without amplitude inputs, the resident block, eager and replayed from a graph.
                   std::vector<std::string> modes = {"step"};
                   if (device == "cpu" && o.prompt) modes.push_back("prompt");
-                  if (device == "cuda" && expert == 0 && config.amplitude_taps == 0) modes.push_back("resident");
+                  if (device == "cuda" && config.amplitude_taps == 0) {
+                    modes.push_back("resident");
+                    modes.push_back("graph");
+                  }
                   for (const std::string& mode : modes) settings.push_back({w, kv, path, mode, busy, expert, device});
                 }
               }
@@ -398,6 +435,7 @@ void run(const SampleBenchOptions& o) {
                              {"expert_order", r.expert},
                              {"tokens_per_s_by_round", r.tokens_per_s_by_round}};
     if (r.vs_first > 0) record["vs_first"] = r.vs_first;
+    if (r.launches_per_step >= 0) record["launches_per_step"] = r.launches_per_step;
     if (r.vs_first_position > 0) record["vs_first_position"] = r.vs_first_position;
     records.push_back(record);
   }
@@ -477,10 +515,12 @@ void register_sample_command(CLI::App& parent) {
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{1024}))
       ->capture_default_str();
-  cmd->add_option("--device", o->devices,
-                  "Where to decode, side by side at each position (comma list): cpu (the CPU decoder), cuda (the "
-                  "GPU decoder, as a step with the logits copied to the host and, for a model without history "
-                  "inputs, as 32-step blocks drawn on the device: mode \"resident\")")
+  cmd->add_option(
+         "--device", o->devices,
+         "Where to decode, side by side at each position (comma list): cpu (the CPU decoder), cuda (the "
+         "GPU decoder, as a step with the logits copied to the host and, for a model without amplitude "
+         "inputs, as 32-step blocks drawn on the device, the expert's part too: mode \"resident\", and "
+         "those blocks replayed from a CUDA graph: mode \"graph\")")
       ->delimiter(',')
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();

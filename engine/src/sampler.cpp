@@ -13,6 +13,8 @@
 #include "stx/engine/error.h"
 #include "stx/engine/generation_device.h"
 #include "stx/engine/tensor_sampler.h"
+#include "stx/models/device_expert.h"
+#include "stx/models/expert_decoder.h"
 #include "stx/models/token_decoder.h"
 #include "torch_device.h"
 
@@ -153,14 +155,24 @@ class SamplingRun {
                                     request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32,
                                     torch_device(device));
     if (request.probe_layer >= 0) decoder_->set_probe(request.probe_layer, request.probe_head);
-    // The network alone on a GPU, and no stop strings (whose check needs each byte on the host as it comes):
-    // draw blocks of steps on the device. Each sample still draws one uniform per step from its own stream,
-    // so a seed gives the bytes of the host loop on the same device.
+    // On a GPU, the network alone or with the linear-prediction expert, and no stop strings (whose check
+    // needs each byte on the host as it comes): draw blocks of steps on the device, the expert's part too
+    // (DeviceLinearExpert, loaded from the host's predictors once the prompt is read). Each sample still
+    // draws one uniform per step from its own stream, so a seed gives the bytes of the host loop on the same
+    // device, to the expert's rounding.
     if (device == DeviceKind::cuda && request.stop_strings.empty()) {
-      device_decoder_ = dynamic_cast<models::TorchDecoder*>(decoder_.get());
+      models::TokenDecoder* network = decoder_.get();
+      expert_decoder_ = dynamic_cast<models::ExpertDecoder*>(network);
+      if (expert_decoder_ != nullptr) network = &expert_decoder_->network();
+      device_decoder_ = dynamic_cast<models::TorchDecoder*>(network);
+      if (device_decoder_ != nullptr && expert_decoder_ != nullptr) {
+        device_expert_ =
+            std::make_unique<models::DeviceLinearExpert>(model, count_, length_, device_decoder_->device());
+      }
       // Full blocks replay a CUDA graph of the block's launches once one is captured.
       if (device_decoder_ != nullptr) {
-        block_drawer_ = std::make_unique<DeviceBlockDrawer>(*device_decoder_, request.settings, kDeviceBlock);
+        block_drawer_ = std::make_unique<DeviceBlockDrawer>(*device_decoder_, request.settings, kDeviceBlock,
+                                                            device_expert_.get());
       }
     }
     for (int64_t k = 0; k < count_; ++k) rngs_.emplace_back(mix(result_.seed ^ mix(static_cast<uint64_t>(k))));
@@ -236,7 +248,15 @@ class SamplingRun {
   // Steps and draws up to kDeviceBlock positions from `position` on the device (device_decoder_), then takes
   // their bytes as draw_next_bytes() takes one position's. Returns the positions stepped.
   int64_t draw_block_on_device(int64_t position) {
-    const int64_t steps = std::min(kDeviceBlock, length_ - position);
+    // Blocks end on multiples of kDeviceBlock, so that every full block is the captured graph's, and none
+    // crosses a refit of the expert (every refit_interval bytes, a multiple of it) before its end.
+    int64_t steps = std::min(kDeviceBlock - position % kDeviceBlock, length_ - position);
+    if (device_expert_ != nullptr) {
+      if (!expert_loaded_) device_expert_->load(*expert_decoder_);
+      expert_loaded_ = true;
+      steps =
+          std::min(steps, device_expert_->steps_before_refit(position));  // an interval not a multiple of it
+    }
     at::Tensor uniforms = at::empty({steps, count_}, at::kDouble);
     at::Tensor first = at::empty({count_}, at::kLong);
     for (int64_t k = 0; k < count_; ++k) {
@@ -343,6 +363,10 @@ class SamplingRun {
   SampleResult result_;
   std::unique_ptr<models::TokenDecoder> decoder_;
   models::TorchDecoder* device_decoder_ = nullptr;  // decoder_ itself when it draws blocks on the device
+  models::ExpertDecoder* expert_decoder_ = nullptr;  // decoder_ itself when the model has the expert
+  std::unique_ptr<models::DeviceLinearExpert>
+      device_expert_;  // its steps on the device, with device_decoder_
+  bool expert_loaded_ = false;
   std::unique_ptr<DeviceBlockDrawer> block_drawer_;  // with device_decoder_
   std::vector<std::mt19937_64> rngs_;
   std::vector<std::vector<uint8_t>> fed_;  // what the model saw

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -50,7 +51,8 @@ at::Tensor pick_bytes(const at::Tensor& logits, const SamplingSettings& settings
 }
 
 at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tensor& first_inputs,
-                                  const SamplingSettings& settings, const at::Tensor& uniforms) {
+                                  const SamplingSettings& settings, const at::Tensor& uniforms,
+                                  models::DeviceLinearExpert* expert) {
   if (uniforms.dim() != 2 || uniforms.size(1) != decoder.batch()) {
     throw Error("decode_steps_on_device: expected uniforms [steps, " + std::to_string(decoder.batch()) + "]");
   }
@@ -58,7 +60,14 @@ at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tenso
   at::Tensor drawn = at::empty({steps, decoder.batch()}, first_inputs.options().dtype(at::kLong));
   at::Tensor inputs = first_inputs.to(at::kLong);
   for (int64_t k = 0; k < steps; ++k) {
-    inputs = pick_bytes(decoder.step_on_device(inputs), settings, uniforms[k]);
+    if (expert != nullptr) {
+      expert->predict();
+      inputs = pick_bytes(expert->mix(decoder.step_on_device(inputs, expert->embedding_rows())), settings,
+                          uniforms[k]);
+      expert->push(inputs);
+    } else {
+      inputs = pick_bytes(decoder.step_on_device(inputs), settings, uniforms[k]);
+    }
     drawn[k].copy_(inputs);
   }
   return drawn;
@@ -69,8 +78,13 @@ at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tenso
 namespace stx::engine {
 
 DeviceBlockDrawer::DeviceBlockDrawer(models::TorchDecoder& decoder, const SamplingSettings& settings,
-                                     int64_t block_steps)
-    : decoder_(decoder), settings_(settings), block_steps_(block_steps) {
+                                     int64_t block_steps, models::DeviceLinearExpert* expert,
+                                     bool capture_graphs)
+    : decoder_(decoder),
+      expert_(expert),
+      settings_(settings),
+      block_steps_(block_steps),
+      capture_graphs_(capture_graphs) {
   if (block_steps < 1) throw Error("DeviceBlockDrawer: a block needs at least one step");
 }
 
@@ -79,29 +93,42 @@ at::Tensor DeviceBlockDrawer::draw(const at::Tensor& first_inputs, const at::Ten
   if (steps < 1 || steps > block_steps_) {
     throw Error("DeviceBlockDrawer: expected 1.." + std::to_string(block_steps_) + " steps of uniforms");
   }
+  if (expert_ != nullptr) {
+    // The expert's host-driven part comes before the block: the last input byte, a fit that is due.
+    expert_->catch_up(decoder_.position(), first_inputs);
+    if (expert_->refit_due_within(steps)) {
+      throw std::logic_error("DeviceBlockDrawer: a block of " + std::to_string(steps) +
+                             " steps from position " + std::to_string(decoder_.position()) +
+                             " crosses a refit of the expert");
+    }
+  }
   const bool full = steps == block_steps_;
-  if (full && !capture_tried_ && eager_full_blocks_ >= 1) {
+  if (full && capture_graphs_ && !capture_tried_ && eager_full_blocks_ >= 1) {
     capture_tried_ = true;
     first_ = at::empty_like(first_inputs, first_inputs.options().dtype(at::kLong));
     uniforms_ = at::empty_like(uniforms, uniforms.options().dtype(at::kDouble));
-    const int64_t position = decoder_.position();
+    const int64_t position = decoder_.position(), count = expert_ != nullptr ? expert_->count() : 0;
     decoder_.prepare_device_steps();
+    if (expert_ != nullptr) expert_->prepare();
     graph_.capture(decoder_.device(),
-                   [&] { drawn_ = decode_steps_on_device(decoder_, first_, settings_, uniforms_); });
+                   [&] { drawn_ = decode_steps_on_device(decoder_, first_, settings_, uniforms_, expert_); });
     // The capture ran the block's host code (which counted its steps) but none of its launches.
     decoder_.rewind(position);
+    if (expert_ != nullptr) expert_->restore_count(count);
     if (!graph_.captured()) drawn_ = at::Tensor();
   }
   if (full && graph_.captured()) {
     first_.copy_(first_inputs);
     uniforms_.copy_(uniforms);
     decoder_.prepare_device_steps();
+    if (expert_ != nullptr) expert_->prepare();
     graph_.replay();
     decoder_.replayed(steps);
+    if (expert_ != nullptr) expert_->replayed(steps);
     return drawn_;
   }
   if (full) ++eager_full_blocks_;
-  return decode_steps_on_device(decoder_, first_inputs, settings_, uniforms);
+  return decode_steps_on_device(decoder_, first_inputs, settings_, uniforms, expert_);
 }
 
 std::string DeviceBlockDrawer::graph_status() const {
@@ -113,6 +140,7 @@ std::string DeviceBlockDrawer::graph_status() const {
     if (nodes >= 0) s += " (" + std::to_string((nodes + block_steps_ / 2) / block_steps_) + " a step)";
     return s;
   }
+  if (!capture_graphs_) return "no CUDA graph: not asked for";
   if (!capture_tried_) return "no CUDA graph: not tried yet (the second full block is captured)";
   return "no CUDA graph: " + graph_.failure();
 }

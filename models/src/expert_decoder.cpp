@@ -39,6 +39,13 @@ const LinearPredictor& ExpertDecoder::predictor(int64_t sample) const {
   return predictors_.at(static_cast<size_t>(sample));
 }
 
+const uint8_t* ExpertDecoder::history(int64_t sample) const {
+  if (sample < 0 || sample >= batch())
+    throw std::out_of_range("ExpertDecoder: no sample " + std::to_string(sample));
+  // Before their first own step, every sample's history is still sample 0's (share_prefix()).
+  return history_.data() + (prefix_unshared_ ? 0 : sample) * capacity();
+}
+
 void ExpertDecoder::read_input(int64_t sample, int64_t row, int32_t token, int64_t position, const float* added) {
   LinearPredictor& p = predictors_[static_cast<size_t>(sample)];
   if (token >= 0 && token < 256 && position >= 1) {  // the input of position i is byte i - 1

@@ -7,20 +7,6 @@
 #include "stx/models/mulaw.h"
 
 namespace stx::models {
-namespace {
-
-// The level guard (refit()): the last interval is this many times louder than the fit window's average...
-constexpr double kRunawayRatio = 4.0;
-// ...and louder than this (-26 dBFS), or it touched full scale. Real music starts notes that loud within a
-// quarter of a window now and then; then the fit is merely more damped for one interval.
-constexpr double kRunawayLevel = 0.05;
-constexpr double kFullScale = 0.999;
-// The guarded fit's ridge, over the normal one: coefficients shrink towards zero, which pulls the synthesis
-// filter's poles inwards, away from the instability that feeds on the predictor's own output.
-constexpr double kGuardRidgeFactor = 100.0;
-
-}  // namespace
-
 LinearPredictor::LinearPredictor(const LinearExpertConfig& config) : config_(config) { reset(); }
 
 void LinearPredictor::reset() {

@@ -5,13 +5,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "stx/engine/error.h"
 #include "stx/engine/sampler.h"
 #include "stx/engine/tensor_sampler.h"
+#include "stx/models/device_expert.h"
+#include "stx/models/expert_decoder.h"
 #include "stx/models/sparse_transformer.h"
 #include "stx/models/torch_decoder.h"
 #include "tiny_model.h"
@@ -178,6 +183,78 @@ TEST(DeviceBlockDrawer, DrawsTheBytesOfTheHostLoopAndSaysWhyItHasNoGraph) {
   EXPECT_EQ(drawer.launches_per_step(), -1.0);
   EXPECT_THROW(drawer.draw(first, u.narrow(0, 0, 0)), stx::engine::Error);
   EXPECT_THROW(drawer.draw(first, at::zeros({kBlock + 1, kBatch}, at::kDouble)), stx::engine::Error);
+}
+
+// With the linear-prediction expert on the device: after a prompt read on the host, blocks aligned as the
+// sampler aligns them (ending on multiples of the block and at the expert's fits) draw the bytes of
+// ExpertDecoder's host loop with the same uniforms. The device's fits agree with the host's to rounding, so
+// a draw could differ only where a uniform falls within about 1e-9 of a boundary of the CDF.
+TEST(DeviceBlockDrawer, DrawsTheBytesOfTheExpertsHostLoop) {
+  stx::models::ModelConfig config = stx::test::tiny_model_config(stx::models::DataKind::audio);
+  config.expert.order = 8;
+  config.expert.refit_interval = 16;
+  config.expert.window = 48;
+  config.expert.scale_window = 8;
+  at::manual_seed(4);
+  stx::models::SparseTransformer model(config);
+  model->eval();
+  {
+    at::NoGradGuard no_grad;  // the network a real part of the product, not the expert alone
+    model->network_weight.fill_(0.7);
+    model->expert_weight.fill_(0.8);
+    for (at::Tensor p : {model->expert_byte->weight, model->expert_scale->weight})
+      p.copy_(at::randn(p.sizes()) * 0.3);
+  }
+  constexpr int64_t kBatch = 2, kBlock = 8, kPrompt = 21, kLength = 120;
+  const at::Device cpu(at::kCPU);
+  auto make = [&] {
+    return std::make_unique<stx::models::ExpertDecoder>(
+        model,
+        std::make_unique<stx::models::TorchDecoder>(model, kBatch, kLength, stx::kernels::DType::f32, cpu));
+  };
+  const auto host = make(), handed = make();
+  std::vector<int32_t> prompt = {256};
+  for (int64_t i = 1; i < kPrompt; ++i) prompt.push_back(static_cast<int32_t>(128 + 40 * std::sin(0.4 * i)));
+  host->step_common_prefix(prompt.data(), kPrompt);
+  handed->step_common_prefix(prompt.data(), kPrompt);
+  SamplingSettings s;
+  s.temperature = 1.0;
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  const at::Tensor u = at::empty({kLength - kPrompt, kBatch}, at::kDouble);
+  for (int64_t i = 0; i < u.numel(); ++i) u.data_ptr<double>()[i] = uniform(rng);
+  // The host loop: the last prompt byte first.
+  std::vector<int32_t> inputs(kBatch, prompt.back());
+  std::vector<float> logits(kBatch * 256);
+  std::vector<int64_t> want;
+  for (int64_t k = 0; k < kLength - kPrompt; ++k) {
+    host->step(inputs.data(), logits.data());
+    for (int64_t b = 0; b < kBatch; ++b) {
+      inputs[b] = stx::engine::pick_byte(logits.data() + b * 256, s, u[k][b].item<double>());
+      want.push_back(inputs[b]);
+    }
+  }
+  auto& network = dynamic_cast<stx::models::TorchDecoder&>(handed->network());
+  stx::models::DeviceLinearExpert expert(model, kBatch, kLength, cpu);
+  expert.load(*handed);
+  stx::engine::DeviceBlockDrawer drawer(network, s, kBlock, &expert);
+  std::vector<int64_t> got;
+  at::Tensor first = at::full({kBatch}, prompt.back(), at::kLong);
+  for (int64_t position = kPrompt; position < kLength;) {
+    const int64_t steps =
+        std::min({kBlock - position % kBlock, kLength - position, expert.steps_before_refit(position)});
+    const at::Tensor drawn = drawer.draw(first, u.narrow(0, position - kPrompt, steps)).contiguous();
+    got.insert(got.end(), drawn.data_ptr<int64_t>(), drawn.data_ptr<int64_t>() + drawn.numel());
+    first = drawn[steps - 1].clone();
+    position += steps;
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(expert.count(), kLength);  // the last drawn byte read too
+  // A block that would run through a fit is refused.
+  stx::models::TorchDecoder fresh(model, kBatch, kLength, stx::kernels::DType::f32, cpu);
+  stx::models::DeviceLinearExpert unaligned(model, kBatch, kLength, cpu);
+  stx::engine::DeviceBlockDrawer long_blocks(fresh, s, 40, &unaligned);
+  EXPECT_THROW(long_blocks.draw(at::full({kBatch}, 256, at::kLong), u.narrow(0, 0, 40)), std::logic_error);
 }
 
 TEST(PickBytes, ShapesThatDoNotFitAreRefused) {

@@ -18,6 +18,7 @@
 
 #include "stx/engine/sample_request.h"
 #include "stx/models/captured_work.h"
+#include "stx/models/device_expert.h"
 #include "stx/models/torch_decoder.h"
 
 namespace stx::engine {
@@ -29,8 +30,14 @@ at::Tensor pick_bytes(const at::Tensor& logits, const SamplingSettings& settings
 // device). Returns the drawn bytes [steps, B] int64 on the device: the caller reads a whole block back at
 // once, where the host loop copies the logits down every step. The bytes are those of decoder.step() and
 // pick_byte() with the same uniforms.
+//
+// With `expert` (a model with the linear-prediction expert), each step is also the expert's: its prediction
+// added to the embedding, its log probabilities mixed into the logits, the drawn bytes read into it, as
+// ExpertDecoder does on the host. The caller has run expert->catch_up() for the block, which must not cross
+// a refit point before its end (DeviceLinearExpert::refit_due_within).
 at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tensor& first_inputs,
-                                  const SamplingSettings& settings, const at::Tensor& uniforms);
+                                  const SamplingSettings& settings, const at::Tensor& uniforms,
+                                  models::DeviceLinearExpert* expert = nullptr);
 
 // decode_steps_on_device block after block, full blocks of `block_steps` replayed from a CUDA graph where
 // the device allows (models/captured_work.h): captured at the second full block, once an eager one has
@@ -40,7 +47,11 @@ at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tenso
 // way, as the graph replays the very launches of the eager block.
 class DeviceBlockDrawer {
  public:
-  DeviceBlockDrawer(models::TorchDecoder& decoder, const SamplingSettings& settings, int64_t block_steps);
+  // With `expert`, the steps are also its steps (decode_steps_on_device); each draw() first runs its
+  // catch_up(), and refuses (std::logic_error) a block that would cross a refit point before its end.
+  // capture_graphs false: every block eagerly (a benchmark's comparison).
+  DeviceBlockDrawer(models::TorchDecoder& decoder, const SamplingSettings& settings, int64_t block_steps,
+                    models::DeviceLinearExpert* expert = nullptr, bool capture_graphs = true);
 
   // decode_steps_on_device(decoder, first_inputs, settings, uniforms) with uniforms [n, B], n <= block_steps.
   // The result is valid until the next call (a replay writes the graph's own output buffer).
@@ -55,9 +66,11 @@ class DeviceBlockDrawer {
 
  private:
   models::TorchDecoder& decoder_;
+  models::DeviceLinearExpert* expert_ = nullptr;
   SamplingSettings settings_;
   int64_t block_steps_ = 0;
   int64_t eager_full_blocks_ = 0;
+  bool capture_graphs_ = true;
   bool capture_tried_ = false;
   models::CapturedWork graph_;
   at::Tensor first_, uniforms_, drawn_;  // the graph's buffers

@@ -28,6 +28,8 @@ class ExpertDecoder final : public WrappingDecoder {
   void rewind(int64_t position) override;
   // The predictor of `sample`, as of the next step (for tests and the level guard's report).
   const LinearPredictor& predictor(int64_t sample) const;
+  // The bytes `sample`'s predictor has read, predictor(sample).count() of them (for DeviceLinearExpert).
+  const uint8_t* history(int64_t sample) const;
   friend void warm_for_timing(ExpertDecoder& decoder, const uint8_t* bytes, int64_t count);
 
  private:

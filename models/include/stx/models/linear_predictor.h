@@ -56,6 +56,16 @@ class LinearPredictor {
   // (their errors are smaller than it) until one byte holds all the mass and the sample dies into silence or
   // a held level; with it, 1 of 8 samples of the expert chain died instead of 3 to 8 (docs/model-quality.md).
   static constexpr double kScaleFloorBins = 0.5;
+  // The level guard (refit()): the last interval is kRunawayRatio times louder than the fit window's
+  // average and louder than kRunawayLevel (-26 dBFS), or it touched kFullScale. Real music starts notes
+  // that loud within a quarter of a window now and then; then the fit is merely more damped for one
+  // interval. The guarded fit's ridge is kGuardRidgeFactor times the normal one: coefficients shrink
+  // towards zero, which pulls the synthesis filter's poles inwards, away from the instability that feeds on
+  // the predictor's own output.
+  static constexpr double kRunawayRatio = 4.0;
+  static constexpr double kRunawayLevel = 0.05;
+  static constexpr double kFullScale = 0.999;
+  static constexpr double kGuardRidgeFactor = 100.0;
 
   explicit LinearPredictor(const LinearExpertConfig& config);
 
@@ -84,6 +94,9 @@ class LinearPredictor {
   void log_probs(float* out) const;
   // The coefficients of the last fit (a[k] multiplies the sample k + 1 back), for tests.
   const std::vector<double>& coefficients() const { return coefficients_; }
+  // The absolute errors of the last scale_window predictions, the error of prediction t in slot
+  // t mod scale_window (zeros before the first): for DeviceLinearExpert::load.
+  const std::vector<double>& error_ring() const { return abs_errors_; }
   // Whether the last fit fell back to the stable one because the level ran away (see refit()).
   bool last_fit_was_guarded() const { return guarded_; }
 

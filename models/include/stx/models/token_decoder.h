@@ -66,6 +66,8 @@ class WrappingDecoder : public TokenDecoder {
     network_->probe(sample, positions, weights);
   }
   void add_to_next_embedding(const float* rows) override { added_ = rows; }
+  // The decoder this one wraps.
+  TokenDecoder& network() const { return *network_; }
 
  protected:
   explicit WrappingDecoder(std::unique_ptr<TokenDecoder> network) : network_(std::move(network)) {}
