@@ -6,13 +6,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
 #include "stx/engine/tensor_sampler.h"
 #include "stx/models/cpu_decoder.h"
+#include "stx/models/device_expert.h"
+#include "stx/models/expert_decoder.h"
 #include "stx/models/token_decoder.h"
 #include "stx/models/torch_decoder.h"
 #include "torch_device.h"
@@ -24,6 +28,11 @@ namespace {
 // to average over a device block of the sampler's (32 steps), short enough to go unnoticed.
 constexpr int kWarmupSteps = 8;
 constexpr int kTimedSteps = 64;
+// On CUDA the warm-up also draws what generation has drawn by then: a block to the alignment, an eager one
+// and the one whose launches are captured as a graph (DeviceBlockDrawer), so the timed steps replay it.
+constexpr int kBlock = 32;
+constexpr int kGraphWarmupSteps = 3 * kBlock;
+constexpr int kProbeSteps = kWarmupSteps + kGraphWarmupSteps + kTimedSteps + 1;
 
 const char* kind_name(DeviceKind kind) { return kind == DeviceKind::cuda ? "CUDA" : "CPU"; }
 
@@ -40,15 +49,15 @@ std::string grouped(double x) {
 int64_t probe_position(const SampleRequest& request, int64_t capacity) {
   const int64_t prompt = static_cast<int64_t>(request.prompt.size());
   const int64_t middle = prompt + std::max<int64_t>(request.length - prompt, 0) / 2;
-  return std::clamp<int64_t>(middle, 0, std::max<int64_t>(capacity - (kWarmupSteps + kTimedSteps + 1), 0));
+  return std::clamp<int64_t>(middle, 0, std::max<int64_t>(capacity - kProbeSteps, 0));
 }
 
 // A decoder of the model on `device` for the request's batch, moved to probe_position() (the positions before
 // it skipped, not computed) and stepped as the sampler steps it there.
 ProbeCandidate candidate(models::SparseTransformer& model, const SampleRequest& request, DeviceKind kind,
                          std::shared_ptr<models::TokenDecoder>& keep) {
-  const int64_t capacity = std::min<int64_t>(
-      model->config().context, std::max<int64_t>(request.length, kWarmupSteps + kTimedSteps + 1));
+  const int64_t capacity =
+      std::min<int64_t>(model->config().context, std::max<int64_t>(request.length, kProbeSteps));
   const int64_t position = probe_position(request, capacity);
   const kernels::DType cache = request.half_precision_cache ? kernels::DType::f16 : kernels::DType::f32;
   std::unique_ptr<models::TokenDecoder> network;
@@ -66,26 +75,55 @@ ProbeCandidate candidate(models::SparseTransformer& model, const SampleRequest& 
   }
   keep = models::with_history_inputs(model, std::move(network));
   models::TokenDecoder* decoder = keep.get();
-  // The sampler's blocks drawn on the device: the network alone on CUDA, and no stop strings.
-  models::TorchDecoder* on_device =
-      decoder == torch_decoder && request.stop_strings.empty() ? torch_decoder : nullptr;
   const int64_t batch = request.count;
   const SamplingSettings settings = request.settings;
+  // The sampler's blocks drawn on the device: on CUDA, the network alone or with the expert, and no stop
+  // strings; the expert's state a tone up to the position (and its fit over it).
+  auto* expert_decoder = dynamic_cast<models::ExpertDecoder*>(decoder);
+  const bool on_device = torch_decoder != nullptr && request.stop_strings.empty() &&
+                         (decoder == torch_decoder ||
+                          (expert_decoder != nullptr && &expert_decoder->network() == torch_decoder));
+  if (!on_device) {
+    return ProbeCandidate{
+        kind, [decoder, batch](int steps) {
+          steps = static_cast<int>(std::min<int64_t>(steps, decoder->capacity() - decoder->position()));
+          std::vector<int32_t> inputs(static_cast<size_t>(batch), 256);
+          std::vector<float> logits(static_cast<size_t>(batch) * 256);
+          for (int s = 0; s < steps; ++s) decoder->step(inputs.data(), logits.data());
+          return std::max(steps, 0);
+        }};
+  }
+  std::shared_ptr<models::DeviceLinearExpert> expert;
+  if (expert_decoder != nullptr) {
+    expert = std::make_shared<models::DeviceLinearExpert>(model, batch, capacity, torch_decoder->device());
+    if (position > 0) {
+      std::vector<uint8_t> tone(static_cast<size_t>(position));
+      for (size_t i = 0; i < tone.size(); ++i)
+        tone[i] = static_cast<uint8_t>(128 + 60 * std::sin(0.05 * static_cast<double>(i)));
+      expert->fill_for_timing(tone.data(), position);
+    }
+  }
+  auto drawer = std::make_shared<DeviceBlockDrawer>(*torch_decoder, settings, kBlock, expert.get());
+  auto first = std::make_shared<at::Tensor>(at::full({batch}, 256, at::kLong).to(torch_decoder->device()));
+  auto warmed = std::make_shared<bool>(false);
   return ProbeCandidate{
-      kind, [decoder, on_device, batch, settings](int steps) {
-        steps = static_cast<int>(std::min<int64_t>(steps, decoder->capacity() - decoder->position()));
-        if (steps <= 0) return 0;
-        if (on_device != nullptr) {
-          const at::Device device = on_device->device();
-          const at::Tensor first = at::full({batch}, 256, at::kLong).to(device);
-          const at::Tensor uniforms = at::rand({steps, batch}, at::kDouble).to(device);
-          decode_steps_on_device(*on_device, first, settings, uniforms).cpu();
-          return steps;
+      kind, [torch_decoder, expert, drawer, first, warmed, batch](int steps) {
+        // The first call (the warm-up) goes on until the graph was tried; a timed call steps exactly `steps`.
+        const bool warm_up = !*warmed;
+        *warmed = true;
+        int done = 0;
+        while (done < steps || (warm_up && !drawer->capture_tried())) {
+          const int64_t at = torch_decoder->position();
+          int64_t n = std::min<int64_t>(kBlock - at % kBlock, torch_decoder->capacity() - at);
+          if (expert) n = std::min(n, expert->steps_before_refit(at));
+          if (!warm_up) n = std::min<int64_t>(n, steps - done);
+          if (n <= 0) break;
+          const at::Tensor uniforms = at::rand({n, batch}, at::kDouble).to(torch_decoder->device());
+          const at::Tensor drawn = drawer->draw(*first, uniforms).cpu();  // read back a block at a time
+          *first = drawn[n - 1].to(torch_decoder->device());
+          done += static_cast<int>(n);
         }
-        std::vector<int32_t> inputs(static_cast<size_t>(batch), 256);
-        std::vector<float> logits(static_cast<size_t>(batch) * 256);
-        for (int s = 0; s < steps; ++s) decoder->step(inputs.data(), logits.data());
-        return steps;
+        return done;
       }};
 }
 

@@ -7,8 +7,22 @@
 #include <tuple>
 
 #include "stx/engine/error.h"
+#include "stx/models/draw_op.h"
 
 namespace stx::engine {
+
+namespace {
+
+kernels::DrawParams rule_of(const SamplingSettings& settings) {
+  kernels::DrawParams rule;
+  rule.temperature = settings.temperature;
+  rule.top_k = settings.top_k;
+  rule.top_p = settings.top_p;
+  rule.min_p = settings.min_p;
+  return rule;
+}
+
+}  // namespace
 
 at::Tensor pick_bytes(const at::Tensor& logits, const SamplingSettings& settings,
                       const at::Tensor& uniforms) {
@@ -16,38 +30,7 @@ at::Tensor pick_bytes(const at::Tensor& logits, const SamplingSettings& settings
       uniforms.size(0) != logits.size(0)) {
     throw Error("pick_bytes: expected logits [B, 256] and uniforms [B]");
   }
-  const at::Tensor l = logits.to(at::kDouble);
-  if (settings.temperature == 0.0) return l.argmax(1);  // the first of equal maxima, as pick_byte
-  const int64_t rows = l.size(0);
-  // Ranked most likely first where top-k or top-p cut the list; byte order otherwise (the walk below is the
-  // same either way, the draw differs only in which bytes come first).
-  const bool truncated = (settings.top_k > 0 && settings.top_k < 256) || settings.top_p < 1.0;
-  at::Tensor ranked = l, order = at::arange(256, l.options().dtype(at::kLong)).expand({rows, 256});
-  if (truncated) std::tie(ranked, order) = at::sort(l, /*stable=*/true, /*dim=*/1, /*descending=*/true);
-  const at::Tensor top = std::get<0>(l.max(1, /*keepdim=*/true));
-  at::Tensor p = at::exp((ranked - top) / settings.temperature);
-  if (settings.min_p > 0.0) p = at::where(p < settings.min_p, at::zeros_like(p), p);
-  // Ranks kept: the first top_k, then (top-p) up to the first whose cumulative share reaches top_p.
-  const at::Tensor rank = at::arange(256, l.options().dtype(at::kLong)).expand({rows, 256});
-  at::Tensor kept = settings.top_k > 0 ? rank < settings.top_k : at::ones_like(rank, at::kBool);
-  if (settings.top_p < 1.0) {
-    const at::Tensor reached = (at::cumsum(p / p.sum(1, true), 1) >= settings.top_p) & kept;
-    // The first rank that reaches it, or every kept rank when none does.
-    const at::Tensor any = reached.any(1, /*keepdim=*/true);
-    const at::Tensor first =
-        at::where(any, reached.to(at::kLong).argmax(1, true), at::full_like(top, 255, at::kLong));
-    kept = kept & (rank <= first);
-  }
-  p = at::where(kept, p, at::zeros_like(p));
-  // The inverse CDF: the first rank whose running sum passes u times the kept total; past the end (u * total
-  // rounded up to it), the last rank with any probability.
-  const at::Tensor running = at::cumsum(p, 1);
-  const at::Tensor target = uniforms.to(at::kDouble).unsqueeze(1) * running.select(1, 255).unsqueeze(1);
-  const at::Tensor passed = running > target;
-  const at::Tensor last_positive = (rank * (p > 0.0).to(at::kLong)).amax(1, true);
-  const at::Tensor chosen =
-      at::where(passed.any(1, true), passed.to(at::kLong).argmax(1, true), last_positive);
-  return order.gather(1, chosen).squeeze(1);
+  return models::draw_bytes(logits, uniforms, rule_of(settings));
 }
 
 at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tensor& first_inputs,
@@ -62,8 +45,10 @@ at::Tensor decode_steps_on_device(models::TorchDecoder& decoder, const at::Tenso
   for (int64_t k = 0; k < steps; ++k) {
     if (expert != nullptr) {
       expert->predict();
-      inputs = pick_bytes(expert->mix(decoder.step_on_device(inputs, expert->embedding_rows())), settings,
-                          uniforms[k]);
+      // The product of experts is formed inside the draw.
+      inputs = models::draw_bytes(decoder.step_on_device(inputs, expert->embedding_rows()), uniforms[k],
+                                  rule_of(settings), expert->log_probs(), expert->network_weight(),
+                                  expert->expert_weight());
       expert->push(inputs);
     } else {
       inputs = pick_bytes(decoder.step_on_device(inputs), settings, uniforms[k]);

@@ -4,6 +4,8 @@
 
 #include "stx/kernels/activation.h"
 #include "stx/kernels/attention.h"
+#include "stx/kernels/linear_expert.h"
+#include "stx/kernels/sampling.h"
 #include "stx/kernels/small_linear.h"
 
 namespace stx::kernels::detail {
@@ -53,6 +55,9 @@ void forward_cuda(const ForwardParams& p);
 void backward_cuda(const BackwardParams& p);
 void decode_cuda(const DecodeParams& p);
 void gelu_cuda(const GeluParams& p, bool backward);
+void draw_bytes_cuda(const DrawParams& p);
+void linear_expert_predict_cuda(const ExpertStepParams& p);
+void linear_expert_push_cuda(const ExpertStepParams& p);
 int cuda_device_count();  // 0 when no driver or no device; never throws
 std::string cuda_device_name(int index);  // "" when there is no such device; never throws
 int64_t cuda_captured_nodes(void* stream);  // -1 when not capturing; never throws

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "stx/kernels/linear_expert.h"
 #include "stx/models/expert_decoder.h"
 #include "stx/models/mulaw.h"
+#include "torch_kernel_bridge.h"
 
 namespace stx::models {
 namespace {
@@ -62,7 +64,41 @@ DeviceLinearExpert::DeviceLinearExpert(SparseTransformer& model, int64_t batch, 
   predicted_ = at::full({batch_}, 128, doubles_.dtype(at::kLong));
   feature_ = at::zeros({batch_}, floats);
   log_probs_ = at::zeros({batch_, 256}, floats);
-  count_on_device_ = at::zeros({1}, doubles_.dtype(at::kLong));
+  rows_ = at::zeros({batch_, d_}, floats);
+  counts_on_device_ = at::zeros({batch_}, doubles_.dtype(at::kLong));
+}
+
+kernels::ExpertStepParams DeviceLinearExpert::step_params() {
+  kernels::ExpertStepParams p;
+  p.batch = batch_;
+  p.order = config_.order;
+  p.scale_window = config_.scale_window;
+  p.capacity = capacity_;
+  p.d = d_;
+  p.history = history_.data_ptr<double>();
+  p.coefficients = coefficients_.data_ptr<double>();
+  p.errors = errors_.data_ptr<double>();
+  p.counts = counts_on_device_.data_ptr<int64_t>();
+  p.mean = mean_.data_ptr<double>();
+  p.scale = scale_.data_ptr<double>();
+  p.predicted = predicted_.data_ptr<int64_t>();
+  p.feature = feature_.data_ptr<float>();
+  p.log_probs = log_probs_.data_ptr<float>();
+  p.embedding_rows = rows_.data_ptr<float>();
+  p.byte_embedding = byte_embedding_.data_ptr<float>();
+  p.scale_map = scale_map_.data_ptr<float>();
+  p.amplitudes = amplitude_table_.data_ptr<double>();
+  p.edges = edges_.data_ptr<double>();
+  p.half_widths = half_widths_.data_ptr<double>();
+  p.min_scale = P::kMinScale;
+  p.initial_scale = P::kInitialScale;
+  p.probability_floor = P::kProbabilityFloor;
+  p.feature_shift = P::kFeatureShift;
+  p.feature_divisor = P::kFeatureDivisor;
+  const detail::DeviceScope scope(history_);
+  p.device = scope.device;
+  p.stream = scope.stream;
+  return p;
 }
 
 void DeviceLinearExpert::load(const ExpertDecoder& decoder) {
@@ -114,7 +150,7 @@ void DeviceLinearExpert::fill_for_timing(const uint8_t* bytes, int64_t count) {
 
 void DeviceLinearExpert::prepare() {
   if (!count_stale_) return;
-  count_on_device_.fill_(count_);
+  counts_on_device_.fill_(count_);
   count_stale_ = false;
 }
 
@@ -148,48 +184,25 @@ void DeviceLinearExpert::catch_up(int64_t position, const at::Tensor& first_inpu
 
 void DeviceLinearExpert::predict() {
   prepare();
-  at::NoGradGuard no_grad;
-  const int64_t order = config_.order;
-  // The last `order` amplitudes, newest first (zeros before the first byte): history columns
-  // order + count - 1 - k.
-  const at::Tensor columns = (count_on_device_ + (order - 1)) - at::arange(order, doubles_.dtype(at::kLong));
-  const at::Tensor recent = history_.index_select(1, columns);
-  mean_ = (coefficients_ * recent).sum(1).clamp(-1.0, 1.0);
-  // The mean of the errors known so far (the ring's other slots are still zero).
-  const at::Tensor known = count_on_device_.clamp_max(config_.scale_window).to(at::kDouble);
-  scale_ = at::where(known > 0, (errors_.sum(1) / known.clamp_min(1.0)).clamp_min(P::kMinScale),
-                     at::full_like(mean_, P::kInitialScale));
-  // mulaw_encode: y = sign(x) ln(1 + 255 |x|) / ln 256, byte = (y + 1) 127.5 rounded half away from zero.
-  const at::Tensor y = at::sign(mean_) * at::log1p(255.0 * mean_.abs()) / std::log(256.0);
-  predicted_ = at::floor((y + 1.0) * 127.5 + 0.5).clamp(0.0, 255.0).to(at::kLong);
-  feature_ = ((at::log(scale_) + 6.0) / 3.0).to(at::kFloat);
-  // Laplace(mean, distribution scale) over each byte's bin, as LinearPredictor::log_probs.
-  const at::Tensor spread = at::maximum(scale_, half_widths_.index_select(0, predicted_)).unsqueeze(1);
-  const at::Tensor m = mean_.unsqueeze(1);
-  const at::Tensor tail = 0.5 * at::exp(-(edges_.unsqueeze(0) - m).abs() / spread);  // [batch, 257]
-  const at::Tensor lower = tail.narrow(1, 0, 256), upper = tail.narrow(1, 1, 256);
-  const at::Tensor below = edges_.narrow(0, 1, 256).unsqueeze(0) <= m;  // the bin lies below the mean
-  const at::Tensor above = edges_.narrow(0, 0, 256).unsqueeze(0) >= m;
-  const at::Tensor p = at::where(below, upper - lower, at::where(above, lower - upper, 1.0 - lower - upper));
-  constexpr double f = P::kProbabilityFloor;
-  log_probs_ = at::log((1.0 - 256.0 * f) * p.clamp_min(0.0) + f).to(at::kFloat);
+  kernels::linear_expert_predict(step_params());
 }
 
-at::Tensor DeviceLinearExpert::embedding_rows() const {
-  return byte_embedding_.index_select(0, predicted_) + feature_.unsqueeze(1) * scale_map_.unsqueeze(0);
-}
+at::Tensor DeviceLinearExpert::embedding_rows() const { return rows_; }
 
 at::Tensor DeviceLinearExpert::mix(const at::Tensor& network_logits) const {
   return network_weight_ * network_logits + expert_weight_ * log_probs_;
 }
 
 void DeviceLinearExpert::push(const at::Tensor& bytes) {
+  if (bytes.dim() != 1 || bytes.size(0) != batch_ || bytes.device() != device_) {
+    throw std::invalid_argument("DeviceLinearExpert::push: expected [" + std::to_string(batch_) +
+                                "] bytes on " + device_.str());
+  }
   prepare();
-  at::NoGradGuard no_grad;
-  const at::Tensor x = amplitude_table_.index_select(0, bytes.to(at::kLong));
-  errors_.index_copy_(1, count_on_device_.remainder(config_.scale_window), (x - mean_).abs().unsqueeze(1));
-  history_.index_copy_(1, count_on_device_ + config_.order, x.unsqueeze(1));
-  count_on_device_.add_(1);
+  const at::Tensor b = bytes.to(at::kLong).contiguous();
+  kernels::ExpertStepParams p = step_params();
+  p.bytes = b.data_ptr<int64_t>();
+  kernels::linear_expert_push(p);
   ++count_;
 }
 

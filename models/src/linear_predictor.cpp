@@ -121,7 +121,9 @@ void LinearPredictor::predict() {
   predicted_byte_ = mulaw_encode(mean_);
 }
 
-float LinearPredictor::scale_feature() const { return static_cast<float>((std::log(scale_) + 6.0) / 3.0); }
+float LinearPredictor::scale_feature() const {
+  return static_cast<float>((std::log(scale_) + kFeatureShift) / kFeatureDivisor);
+}
 
 double LinearPredictor::distribution_scale() const {
   const std::array<double, 257>& edges = mulaw_bin_edges();

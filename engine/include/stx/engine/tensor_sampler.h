@@ -1,6 +1,6 @@
-// pick_byte for a batch of samples as tensor operations on the logits' own device: the sampler of a decode
-// step that stays on the GPU (no copy of the logits to the host, no synchronisation), and on the CPU the same
-// code, which the tests hold to pick_byte.
+// pick_byte for a batch of samples on the logits' own device, as one kernel (kernels::draw_bytes, through
+// models::draw_bytes): the sampler of a decode step that stays on the GPU (no copy of the logits to the
+// host, no synchronisation), and on the CPU the same rule, which the tests hold to pick_byte.
 //
 //   at::Tensor bytes = stx::engine::pick_bytes(logits, settings, uniforms);   // [B] int64, on logits' device
 //
@@ -8,7 +8,7 @@
 // host from each sample's own random stream and uploaded a block of steps at a time, so a seed gives the
 // same draws on either device). Byte b of row i is the one pick_byte(logits[i], settings, uniforms[i]) picks:
 // the same ranking (most likely first, ties in byte order), the same min-p floor, top-k and top-p cut and
-// inverse-CDF walk, in double precision.
+// inverse-CDF walk, in double precision with the sums in the same order.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -60,6 +60,8 @@ class DeviceBlockDrawer {
   // Whether full blocks replay a graph, and what it holds or why there is none: "a CUDA graph of 1,984
   // launches a block of 32 steps (62 a step)", or "not tried yet" / the capture's failure.
   bool graphed() const { return graph_.captured(); }
+  // Whether a capture was tried (from the second full block on, unless capture_graphs was false).
+  bool capture_tried() const { return capture_tried_ || !capture_graphs_; }
   std::string graph_status() const;
   // The graph's launches per step, or -1 without a graph or when unknown.
   double launches_per_step() const;

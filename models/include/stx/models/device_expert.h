@@ -1,19 +1,20 @@
-// The linear-prediction expert (linear_predictor.h) of a batch of samples as tensor operations on the
-// decoder's device, so that an audio model's decode step stays on the GPU: the expert's inputs to the
-// network (its predicted byte and scale feature) and its log probabilities are made where the logits are,
-// and nothing of a step waits for the host.
+// The linear-prediction expert (linear_predictor.h) of a batch of samples on the decoder's device (two
+// kernels a step, tensor operations for the fits), so that an audio model's decode step stays on the GPU:
+// the expert's inputs to the network (its predicted byte and scale feature) and its log probabilities are
+// made where the logits are, and nothing of a step waits for the host.
 //
 //   stx::models::DeviceLinearExpert expert(model, batch, capacity, device);
 //   expert.load(expert_decoder);              // the host predictors' state after a prompt
-//   expert.catch_up(first_inputs);            // once a block: the last input byte, a due refit
+//   expert.catch_up(position, first_inputs);  // once a block: the last input byte, a due refit
 //   for (each step) {
 //     expert.predict();                       // mean, scale and byte of the next sample
-//     logits = expert.mix(network.step_on_device(inputs, expert.embedding_rows()));
-//     inputs = pick_bytes(logits, ...);
+//     logits = network.step_on_device(inputs, expert.embedding_rows());
+//     inputs = draw_bytes(logits, u, rule, expert.log_probs(), ...);  // mixes in the expert's log p
 //     expert.push(inputs);                    // the drawn bytes into the history
 //   }
 //
-// The same arithmetic as LinearPredictor in double precision, per sample: the prediction from the last
+// The same arithmetic as LinearPredictor in double precision, per sample (a step is two kernels of ours,
+// kernels::linear_expert_predict and linear_expert_push): the prediction from the last
 // fit's coefficients over the last `order` amplitudes, the scale from the last scale_window absolute errors,
 // the byte's Laplace mass over its mu-law bin with the floor. The fits come every refit_interval bytes as
 // there, over the same window with the same level guard and ridge, solved by LibTorch's Cholesky (a fit
@@ -29,6 +30,7 @@
 
 #include <cstdint>
 
+#include "stx/kernels/linear_expert.h"
 #include "stx/models/linear_predictor.h"
 #include "stx/models/sparse_transformer.h"
 
@@ -63,8 +65,10 @@ class DeviceLinearExpert {
   void predict();
   // What the expert adds to the network's embedding for the predicted byte: [batch, d] float32.
   at::Tensor embedding_rows() const;
-  // lambda * network_logits + w * log p_expert: [batch, 256] float32.
+  // lambda * network_logits + w * log p_expert: [batch, 256] float32 (draw_bytes forms it in its kernel).
   at::Tensor mix(const at::Tensor& network_logits) const;
+  const at::Tensor& network_weight() const { return network_weight_; }  // lambda, [1] float32
+  const at::Tensor& expert_weight() const { return expert_weight_; }    // w, [1] float32
   // Reads the drawn bytes ([batch] int64 on the device), the error of the prediction made for them into the
   // scale's window, and moves the count on by one.
   void push(const at::Tensor& bytes);
@@ -86,6 +90,7 @@ class DeviceLinearExpert {
 
  private:
   void refit();
+  kernels::ExpertStepParams step_params();
 
   LinearExpertConfig config_;
   int64_t batch_ = 0, capacity_ = 0, d_ = 0;
@@ -100,8 +105,9 @@ class DeviceLinearExpert {
   at::Tensor history_;
   at::Tensor coefficients_;  // [batch, order]: a[k] multiplies the amplitude k + 1 back
   at::Tensor errors_;        // [batch, scale_window]: |error| of prediction t in slot t mod scale_window
-  at::Tensor mean_, scale_, predicted_, feature_, log_probs_;
-  at::Tensor count_on_device_;  // [1] int64
+  // The last prediction and its embedding rows, written in place by the kernels (a graph reads them there).
+  at::Tensor mean_, scale_, predicted_, feature_, log_probs_, rows_;
+  at::Tensor counts_on_device_;  // [batch] int64, all equal: each sample's own, so the kernels need no sync
   int64_t count_ = 0;
   int64_t fitted_at_ = -1;  // the count of the last fit
   bool count_stale_ = true;

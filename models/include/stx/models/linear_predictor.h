@@ -66,6 +66,9 @@ class LinearPredictor {
   static constexpr double kRunawayLevel = 0.05;
   static constexpr double kFullScale = 0.999;
   static constexpr double kGuardRidgeFactor = 100.0;
+  // scale_feature() = (log(scale) + kFeatureShift) / kFeatureDivisor: about [-2, 2] over music's scales.
+  static constexpr double kFeatureShift = 6.0;
+  static constexpr double kFeatureDivisor = 3.0;
 
   explicit LinearPredictor(const LinearExpertConfig& config);
 
