@@ -4,6 +4,7 @@
 
 #include "stx/kernels/activation.h"
 #include "stx/kernels/attention.h"
+#include "stx/kernels/fused_linear.h"
 #include "stx/kernels/linear_expert.h"
 #include "stx/kernels/sampling.h"
 #include "stx/kernels/small_linear.h"
@@ -58,6 +59,7 @@ void gelu_cuda(const GeluParams& p, bool backward);
 void draw_bytes_cuda(const DrawParams& p);
 void linear_expert_predict_cuda(const ExpertStepParams& p);
 void linear_expert_push_cuda(const ExpertStepParams& p);
+void fused_linear_cuda(const FusedLinearParams& p);
 int cuda_device_count();  // 0 when no driver or no device; never throws
 std::string cuda_device_name(int index);  // "" when there is no such device; never throws
 int64_t cuda_captured_nodes(void* stream);  // -1 when not capturing; never throws

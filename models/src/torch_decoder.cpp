@@ -3,10 +3,12 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "stx/kernels/fused_linear.h"
 #include "torch_kernel_bridge.h"
 
 namespace stx::models {
@@ -58,6 +60,8 @@ TorchDecoder::TorchDecoder(SparseTransformer& model, int64_t batch, int64_t capa
     v_cache_.push_back(at::zeros({batch_, config_.heads, capacity_, config_.head_dim()}, cache_options));
   }
   position_on_device_ = at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(device_));
+  const char* fused = std::getenv("STX_FUSED_DECODE");
+  fused_ = fused == nullptr || std::string(fused) != "0";
 }
 
 void TorchDecoder::check_position() const {
@@ -130,40 +134,86 @@ void TorchDecoder::attend(int layer, const at::Tensor& q, const at::Tensor& out,
   }
 }
 
-at::Tensor TorchDecoder::run_blocks(at::Tensor h, int64_t samples, int64_t rows) {
+at::Tensor TorchDecoder::attend_cached(int layer, const at::Tensor& qkv, int64_t samples, int64_t rows) {
   const int64_t heads = config_.heads, d = config_.d_model;
+  // Keys and values of the new rows into the caches, [samples, heads, rows, head_dim] at position_
+  // (at the device's position under step_on_device, which has one row of every sample).
+  at::Tensor& k_cache = k_cache_[static_cast<size_t>(layer)];
+  at::Tensor& v_cache = v_cache_[static_cast<size_t>(layer)];
+  if (on_device_step_) {
+    k_cache.index_copy_(2, position_on_device_, qkv.select(2, 1).transpose(1, 2).to(k_cache.scalar_type()));
+    v_cache.index_copy_(2, position_on_device_, qkv.select(2, 2).transpose(1, 2).to(v_cache.scalar_type()));
+  } else {
+    k_cache.narrow(0, 0, samples).narrow(2, position_, rows).copy_(qkv.select(2, 1).transpose(1, 2));
+    v_cache.narrow(0, 0, samples).narrow(2, position_, rows).copy_(qkv.select(2, 2).transpose(1, 2));
+  }
+  const at::Tensor q = qkv.select(2, 0).to(attention_type_).contiguous();
+  const at::Tensor attended = at::empty_like(q);
+  const bool probing = layer == probe_.layer;
+  const at::Tensor lse =
+      probing ? at::empty({samples, heads}, at::TensorOptions().dtype(at::kFloat).device(device_))
+              : at::Tensor();
+  attend(layer, q, attended, lse, samples, rows);
+  if (probing) {
+    probe_q_.narrow(0, 0, samples).copy_(q.select(1, rows - 1).select(1, probe_.head));
+    probe_lse_.narrow(0, 0, samples).copy_(lse.select(1, probe_.head));
+    probe_position_ = position_ + rows - 1;
+    probe_of_prefix_ = samples < batch_;
+  }
+  return attended.to(at::kFloat).view({samples, rows, d});
+}
+
+at::Tensor TorchDecoder::run_blocks(at::Tensor h, int64_t samples, int64_t rows) {
   for (int layer = 0; layer < config_.layers; ++layer) {
     // The block's own layer on the new rows only, with the attention over the caches.
-    const auto attend_cached = [&](const at::Tensor& qkv) {  // [samples, rows, 3, heads, head_dim]
-      // Keys and values of the new rows into the caches, [samples, heads, rows, head_dim] at position_
-      // (at the device's position under step_on_device, which has one row of every sample).
-      at::Tensor& k_cache = k_cache_[static_cast<size_t>(layer)];
-      at::Tensor& v_cache = v_cache_[static_cast<size_t>(layer)];
-      if (on_device_step_) {
-        k_cache.index_copy_(2, position_on_device_,
-                            qkv.select(2, 1).transpose(1, 2).to(k_cache.scalar_type()));
-        v_cache.index_copy_(2, position_on_device_,
-                            qkv.select(2, 2).transpose(1, 2).to(v_cache.scalar_type()));
-      } else {
-        k_cache.narrow(0, 0, samples).narrow(2, position_, rows).copy_(qkv.select(2, 1).transpose(1, 2));
-        v_cache.narrow(0, 0, samples).narrow(2, position_, rows).copy_(qkv.select(2, 2).transpose(1, 2));
-      }
-      const at::Tensor q = qkv.select(2, 0).to(attention_type_).contiguous();
-      const at::Tensor attended = at::empty_like(q);
-      const bool probing = layer == probe_.layer;
-      const at::Tensor lse =
-          probing ? at::empty({samples, heads}, at::TensorOptions().dtype(at::kFloat).device(device_))
-                  : at::Tensor();
-      attend(layer, q, attended, lse, samples, rows);
-      if (probing) {
-        probe_q_.narrow(0, 0, samples).copy_(q.select(1, rows - 1).select(1, probe_.head));
-        probe_lse_.narrow(0, 0, samples).copy_(lse.select(1, probe_.head));
-        probe_position_ = position_ + rows - 1;
-        probe_of_prefix_ = samples < batch_;
-      }
-      return attended.to(at::kFloat).view({samples, rows, d});
-    };
-    h = h + model_->block_list[static_cast<size_t>(layer)]->branch(h, attend_cached);
+    h = h + model_->block_list[static_cast<size_t>(layer)]->branch(
+                h, [&](const at::Tensor& qkv) { return attend_cached(layer, qkv, samples, rows); });
+  }
+  return h;
+}
+
+at::Tensor TorchDecoder::fused_linear(const at::Tensor& x, const torch::nn::LayerNorm* norm,
+                                      const torch::nn::Linear& linear, kernels::Activation activation,
+                                      const at::Tensor& residual) const {
+  const at::Tensor& w = linear->weight;  // [out, in]
+  at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
+  const detail::DeviceScope scope(x);
+  kernels::FusedLinearParams p;
+  p.x = x.data_ptr<float>();
+  if (norm != nullptr) {
+    p.gamma = (*norm)->weight.data_ptr<float>();
+    p.beta = (*norm)->bias.data_ptr<float>();
+    p.eps = static_cast<float>((*norm)->options.eps());
+  }
+  p.weight = w.data_ptr<float>();
+  p.bias = linear->bias.defined() ? linear->bias.data_ptr<float>() : nullptr;
+  p.residual = residual.defined() ? residual.data_ptr<float>() : nullptr;
+  p.y = y.data_ptr<float>();
+  p.rows = x.size(0);
+  p.in = w.size(1);
+  p.out = w.size(0);
+  p.activation = activation;
+  p.device = scope.device;
+  p.stream = scope.stream;
+  kernels::fused_linear(p);
+  return y;
+}
+
+at::Tensor TorchDecoder::run_blocks_fused(at::Tensor h) {
+  // h [batch, d] float32: per layer four fused products (norm, projection, GELU, residual in each) around
+  // the attention, h + a then + b instead of h + (a + b): the same sums to float rounding.
+  for (int layer = 0; layer < config_.layers; ++layer) {
+    const ResidualBlock& block = model_->block_list[static_cast<size_t>(layer)];
+    const at::Tensor qkv = fused_linear(h, &block->norm_attention, block->qkv, kernels::Activation::none, {});
+    const at::Tensor attended =
+        attend_cached(layer, qkv.view({batch_, 1, 3, config_.heads, config_.head_dim()}), batch_, 1)
+            .view({batch_, config_.d_model})
+            .contiguous();
+    const at::Tensor middle =
+        fused_linear(attended, nullptr, block->attention_out, kernels::Activation::none, h);
+    const at::Tensor inner =
+        fused_linear(middle, &block->norm_ff, block->ff_in, kernels::Activation::gelu, {});
+    h = fused_linear(inner, nullptr, block->ff_out, kernels::Activation::none, middle);
   }
   return h;
 }
@@ -198,8 +248,14 @@ at::Tensor TorchDecoder::step_on_device(const at::Tensor& input_tokens, const at
   at::Tensor h = model_->embed_at(input_tokens.view({batch_, 1}), position_on_device_);
   if (added.defined()) h = h + added.to(h.scalar_type()).view({batch_, 1, config_.d_model});
   on_device_step_ = true;
+  at::Tensor logits;
   try {
-    h = run_blocks(h, batch_, 1);
+    if (fused_) {
+      h = run_blocks_fused(h.view({batch_, config_.d_model}).contiguous());
+      logits = fused_linear(h, &model_->final_norm, model_->output, kernels::Activation::none, {});
+    } else {
+      logits = model_->head(run_blocks(h, batch_, 1)).reshape({batch_, 256}).to(at::kFloat);
+    }
   } catch (...) {
     on_device_step_ = false;
     throw;
@@ -207,7 +263,7 @@ at::Tensor TorchDecoder::step_on_device(const at::Tensor& input_tokens, const at
   on_device_step_ = false;
   position_on_device_.add_(1);
   ++position_;
-  return model_->head(h).reshape({batch_, 256}).to(at::kFloat);
+  return logits;
 }
 
 void TorchDecoder::prepare_device_steps() {

@@ -1,6 +1,7 @@
-// The decode step's small kernels on CUDA against their CPU loops, which the LibTorch-side suites hold to
-// the host's originals (the sampler's pick_byte, LinearPredictor): draw_bytes for every sampling rule, with
-// and without the expert's product, and the linear expert's predict and push on an awkward state.
+// The decode step's small kernels on CUDA against their CPU loops, which the other suites hold to the host's
+// originals (the sampler's pick_byte, LinearPredictor, a naive product): draw_bytes for every sampling rule,
+// with and without the expert's product; the linear expert's predict and push on an awkward state; and
+// fused_linear with every option, rows across its chunk of 8.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "stx/kernels/fused_linear.h"
 #include "stx/kernels/linear_expert.h"
 #include "stx/kernels/sampling.h"
 
@@ -233,6 +235,60 @@ TEST(CudaLinearExpert, PredictAndPushMatchTheCpu) {
   const std::vector<double> got_h = g_h.read(), got_e = g_e.read();
   for (size_t i = 0; i < h.size(); ++i) ASSERT_NEAR(got_h[i], h[i], 1e-15) << "history " << i;
   for (size_t i = 0; i < e.size(); ++i) ASSERT_NEAR(got_e[i], e[i], 1e-12) << "error " << i;
+}
+
+TEST(CudaFusedLinear, EqualsTheCpuLoop) {
+  STX_SKIP_WITHOUT_CUDA_DEVICE();
+  std::mt19937 rng(6);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](size_t count, float spread, float offset) {
+    std::vector<float> v(count);
+    for (float& x : v) x = offset + spread * normal(rng);
+    return v;
+  };
+  for (const int64_t rows : {1, 8, 13})
+    for (const int64_t in : {192, 768, 1000})
+      for (const int64_t out : {7, 576})
+        for (int options = 0; options < 8; ++options) {
+          SCOPED_TRACE("rows " + std::to_string(rows) + " in " + std::to_string(in) + " out " +
+                       std::to_string(out) + " options " + std::to_string(options));
+          const std::vector<float> x = random(static_cast<size_t>(rows * in), 2.0f, 0.5f);
+          const std::vector<float> gamma = random(static_cast<size_t>(in), 0.3f, 1.0f),
+                                   beta = random(static_cast<size_t>(in), 0.3f, 0.0f);
+          const std::vector<float> w = random(static_cast<size_t>(out * in), 0.05f, 0.0f);
+          const std::vector<float> bias = random(static_cast<size_t>(out), 0.5f, 0.0f);
+          const std::vector<float> residual = random(static_cast<size_t>(rows * out), 1.0f, 0.0f);
+          std::vector<float> want(static_cast<size_t>(rows * out));
+          FusedLinearParams p;
+          p.rows = rows;
+          p.in = in;
+          p.out = out;
+          p.activation = (options & 4) != 0 ? Activation::gelu : Activation::none;
+          p.x = x.data();
+          p.gamma = (options & 1) != 0 ? gamma.data() : nullptr;
+          p.beta = (options & 1) != 0 ? beta.data() : nullptr;
+          p.weight = w.data();
+          p.bias = bias.data();
+          p.residual = (options & 2) != 0 ? residual.data() : nullptr;
+          p.y = want.data();
+          fused_linear(p);
+          const DeviceArray<float> g_x(x), g_gamma(gamma), g_beta(beta), g_w(w), g_bias(bias),
+              g_residual(residual), g_y(zeros<float>(rows * out));
+          p.x = g_x.data();
+          p.gamma = (options & 1) != 0 ? g_gamma.data() : nullptr;
+          p.beta = (options & 1) != 0 ? g_beta.data() : nullptr;
+          p.weight = g_w.data();
+          p.bias = g_bias.data();
+          p.residual = (options & 2) != 0 ? g_residual.data() : nullptr;
+          p.y = g_y.data();
+          p.device = Device::cuda;
+          fused_linear(p);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          const std::vector<float> got = g_y.read();
+          for (size_t k = 0; k < got.size(); ++k) {
+            ASSERT_NEAR(got[k], want[k], 3e-5f * (1.0f + std::fabs(want[k]))) << "element " << k;
+          }
+        }
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "stx/kernels/attention.h"
+#include "stx/kernels/fused_linear.h"
 #include "stx/kernels/pattern.h"
 #include "stx/models/sparse_transformer.h"
 #include "stx/models/token_decoder.h"
@@ -51,6 +52,10 @@ class TorchDecoder final : public TokenDecoder {
   // host): they are bytes the caller drew, or 256. Rows given to add_to_next_embedding are refused
   // (std::logic_error): the history inputs' decoders work on the host; `added` ([batch, d] float32 on the
   // device, or undefined) is added to the embedding instead.
+  //
+  // Each layer is four kernels::fused_linear calls (norm, projection, GELU and residual fused) around the
+  // attention, and the head one: its logits are step()'s to float rounding (about 1e-6; STX_FUSED_DECODE=0
+  // in the environment runs the model's own modules instead, for comparisons).
   //
   // Its position lives on the device too (device_position()): the embedding looks it up there, the caches
   // are written at it and the attention kernel reads it there, and the step ends by adding one to it. So
@@ -79,6 +84,16 @@ class TorchDecoder final : public TokenDecoder {
   // all of the batch or sample 0 alone for a prefix), appending the keys and values to the caches;
   // returns the last hidden state.
   at::Tensor run_blocks(at::Tensor h, int64_t samples, int64_t rows);
+  // step_on_device's blocks: h [batch, d] float32 through kernels::fused_linear (four a layer) and the
+  // attention; returns the last hidden state [batch, d].
+  at::Tensor run_blocks_fused(at::Tensor h);
+  // x [rows, in] float32 contiguous through `norm` (or none), `linear`, the activation and + residual.
+  at::Tensor fused_linear(const at::Tensor& x, const torch::nn::LayerNorm* norm,
+                          const torch::nn::Linear& linear, kernels::Activation activation,
+                          const at::Tensor& residual) const;
+  // Layer `layer`'s attention for qkv [samples, rows, 3, heads, head_dim]: keys and values into the caches,
+  // the attention over them, the probe; returns [samples, rows, d] float32.
+  at::Tensor attend_cached(int layer, const at::Tensor& qkv, int64_t samples, int64_t rows);
   // Attends q ([samples, rows, heads, head_dim], rows at positions position_ .. position_ + rows - 1) over
   // layer `layer`'s caches into out (same shape and type); lse [samples, heads] of the last row, or undefined.
   void attend(int layer, const at::Tensor& q, const at::Tensor& out, const at::Tensor& lse, int64_t samples,
@@ -113,6 +128,7 @@ class TorchDecoder final : public TokenDecoder {
   at::Tensor position_on_device_;
   bool device_position_stale_ = true;
   bool on_device_step_ = false;  // run_blocks is under step_on_device: the position is the device's
+  bool fused_ = true;            // step_on_device through fused_linear (STX_FUSED_DECODE=0: the modules)
 };
 
 }  // namespace stx::models
