@@ -186,16 +186,14 @@ TimedDecoder cuda_decoder_at(models::SparseTransformer& model, int64_t batch, in
       std::vector<uint8_t> tone(static_cast<size_t>(std::max<int64_t>(start, 1)));
       for (size_t i = 0; i < tone.size(); ++i)
         tone[i] = static_cast<uint8_t>(128 + 60 * std::sin(0.05 * static_cast<double>(i)));
-      expert->fill_for_timing(tone.data(), start);
+      if (start > 0) expert->fill_for_timing(tone.data(), start);
     }
     auto drawer = std::make_shared<engine::DeviceBlockDrawer>(*torch_decoder, engine::SamplingSettings{},
                                                               kResidentBlock, expert.get(), mode == "graph");
-    t.call = [=] {
+    t.call = [=, keep_expert = expert] {  // the drawer holds the expert by pointer
       // Blocks as the sampler draws them: ending on multiples of the block and at the expert's fits. The
       // bytes come back to the host once a block.
-      const int64_t at = torch_decoder->position();
-      int64_t steps = std::min(kResidentBlock - at % kResidentBlock, capacity - at);
-      if (expert) steps = std::min(steps, expert->steps_before_refit(at));
+      const int64_t steps = drawer->next_block_steps(capacity);
       if (steps < 1) return int64_t{0};
       const at::Tensor uniforms = at::rand({steps, batch}, options.dtype(at::kDouble));
       const at::Tensor drawn = drawer->draw(*first, uniforms);

@@ -107,15 +107,13 @@ ProbeCandidate candidate(models::SparseTransformer& model, const SampleRequest& 
   auto first = std::make_shared<at::Tensor>(at::full({batch}, 256, at::kLong).to(torch_decoder->device()));
   auto warmed = std::make_shared<bool>(false);
   return ProbeCandidate{
-      kind, [torch_decoder, expert, drawer, first, warmed, batch](int steps) {
+      kind, [torch_decoder, expert, drawer, first, warmed, batch](int steps) {  // expert: the drawer's, kept
         // The first call (the warm-up) goes on until the graph was tried; a timed call steps exactly `steps`.
         const bool warm_up = !*warmed;
         *warmed = true;
         int done = 0;
         while (done < steps || (warm_up && !drawer->capture_tried())) {
-          const int64_t at = torch_decoder->position();
-          int64_t n = std::min<int64_t>(kBlock - at % kBlock, torch_decoder->capacity() - at);
-          if (expert) n = std::min(n, expert->steps_before_refit(at));
+          int64_t n = drawer->next_block_steps(torch_decoder->capacity());
           if (!warm_up) n = std::min<int64_t>(n, steps - done);
           if (n <= 0) break;
           const at::Tensor uniforms = at::rand({n, batch}, at::kDouble).to(torch_decoder->device());

@@ -248,15 +248,12 @@ class SamplingRun {
   // Steps and draws up to kDeviceBlock positions from `position` on the device (device_decoder_), then takes
   // their bytes as draw_next_bytes() takes one position's. Returns the positions stepped.
   int64_t draw_block_on_device(int64_t position) {
-    // Blocks end on multiples of kDeviceBlock, so that every full block is the captured graph's, and none
-    // crosses a refit of the expert (every refit_interval bytes, a multiple of it) before its end.
-    int64_t steps = std::min(kDeviceBlock - position % kDeviceBlock, length_ - position);
-    if (device_expert_ != nullptr) {
-      if (!expert_loaded_) device_expert_->load(*expert_decoder_);
+    if (device_expert_ != nullptr && !expert_loaded_) {
+      device_expert_->load(*expert_decoder_);
       expert_loaded_ = true;
-      steps =
-          std::min(steps, device_expert_->steps_before_refit(position));  // an interval not a multiple of it
     }
+    // Blocks end on multiples of kDeviceBlock (every full block the captured graph's) and at the expert's fits.
+    const int64_t steps = block_drawer_->next_block_steps(length_);
     at::Tensor uniforms = at::empty({steps, count_}, at::kDouble);
     at::Tensor first = at::empty({count_}, at::kLong);
     for (int64_t k = 0; k < count_; ++k) {

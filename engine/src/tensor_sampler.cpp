@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -114,6 +115,13 @@ at::Tensor DeviceBlockDrawer::draw(const at::Tensor& first_inputs, const at::Ten
   }
   if (full) ++eager_full_blocks_;
   return decode_steps_on_device(decoder_, first_inputs, settings_, uniforms, expert_);
+}
+
+int64_t DeviceBlockDrawer::next_block_steps(int64_t end) const {
+  const int64_t at = decoder_.position();
+  int64_t steps = std::min(block_steps_ - at % block_steps_, end - at);
+  if (expert_ != nullptr) steps = std::min(steps, expert_->steps_before_refit(at));
+  return std::max<int64_t>(steps, 0);
 }
 
 std::string DeviceBlockDrawer::graph_status() const {

@@ -156,12 +156,7 @@ void DeviceLinearExpert::prepare() {
 
 void DeviceLinearExpert::restore_count(int64_t count) { count_ = count; }
 
-bool DeviceLinearExpert::refit_due_within(int64_t steps) const {
-  for (int64_t c = count_ + 1; c < count_ + steps; ++c) {
-    if (c % config_.refit_interval == 0 && c >= 2 * config_.order) return true;
-  }
-  return false;
-}
+bool DeviceLinearExpert::refit_due_within(int64_t steps) const { return steps > steps_before_refit(count_); }
 
 int64_t DeviceLinearExpert::steps_before_refit(int64_t position) const {
   const int64_t interval = config_.refit_interval;

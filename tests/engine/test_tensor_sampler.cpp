@@ -243,6 +243,7 @@ TEST(DeviceBlockDrawer, DrawsTheBytesOfTheExpertsHostLoop) {
   for (int64_t position = kPrompt; position < kLength;) {
     const int64_t steps =
         std::min({kBlock - position % kBlock, kLength - position, expert.steps_before_refit(position)});
+    ASSERT_EQ(drawer.next_block_steps(kLength), steps) << "position " << position;
     const at::Tensor drawn = drawer.draw(first, u.narrow(0, position - kPrompt, steps)).contiguous();
     got.insert(got.end(), drawn.data_ptr<int64_t>(), drawn.data_ptr<int64_t>() + drawn.numel());
     first = drawn[steps - 1].clone();

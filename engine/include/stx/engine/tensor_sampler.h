@@ -53,6 +53,11 @@ class DeviceBlockDrawer {
   DeviceBlockDrawer(models::TorchDecoder& decoder, const SamplingSettings& settings, int64_t block_steps,
                     models::DeviceLinearExpert* expert = nullptr, bool capture_graphs = true);
 
+  // The steps of the next block from the decoder's position, drawing no further than position `end`: up to
+  // the next multiple of block_steps (so that every full block is the graph's) and, with the expert, no
+  // further than its next fit. 0 at `end`.
+  int64_t next_block_steps(int64_t end) const;
+
   // decode_steps_on_device(decoder, first_inputs, settings, uniforms) with uniforms [n, B], n <= block_steps.
   // The result is valid until the next call (a replay writes the graph's own output buffer).
   at::Tensor draw(const at::Tensor& first_inputs, const at::Tensor& uniforms);
